@@ -1,0 +1,85 @@
+/* The C API that the Python package (blade_disc_tf) calls through ctypes on
+ * the loaded op library.  It is the only coupling between the C++ layer and
+ * the Python compiler; a process that never registers a compiler (e.g. TF
+ * Serving) still loads and runs DiscLaunch, falling back to TF or using
+ * executables it already has.
+ *
+ * All strings are UTF-8, NUL-terminated; JSON where noted.
+ */
+#ifndef TF_DISC_OPS_DISC_BRIDGE_H_
+#define TF_DISC_OPS_DISC_BRIDGE_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Compiles one cluster for one symbolic signature.  Called on the op
+ * library's own compile thread (never a TF inter-op thread), at most once at
+ * a time per (function, key).
+ *
+ * request_json:
+ *   {"function": "<cluster FunctionDef name>",
+ *    "key": "<cache key string, as the kernel computed it>",
+ *    "inputs": [{"dtype": <tensorflow DataType enum int>, "rank": <int>,
+ *                "value": null | [<numbers>, ...]  (flattened, row-major;
+ *                                   only for args listed in const_args)}]}
+ * fdef / fdef_len: the cluster's FunctionDef, serialized deterministically.
+ * reply / reply_cap: the callee writes NUL-terminated JSON, truncated to fit:
+ *   {"ok": true, "path": "/abs/path/lib.so", "compiled": <bool: the system
+ *    compiler ran (false: disk-cache hit)>, "seconds": <float>}
+ *   {"ok": false, "error": "<reason, one line>"}
+ * Returns 0 when a reply was written, non-zero otherwise (treated as a
+ * failure with reason "compiler callback failed"). */
+typedef int32_t (*DiscCompileCallback)(const char* request_json,
+                                       const char* fdef, int64_t fdef_len,
+                                       char* reply, int64_t reply_cap);
+
+/* Registers (or with NULL, removes) the compiler.  Removing waits for no
+ * compile; in-flight ones finish with the callback they started with. */
+void DiscSetCompileCallback(DiscCompileCallback cb);
+
+/* Sets which TF ops the optimizer may cluster.  JSON:
+ *   {"ops": {"<TF op name>": {
+ *        "type_attrs": {"<attr>": [<DataType enum int>, ...]},
+ *        "attr_values": {"<attr>": [<allowed string/int/bool values>]},
+ *        "const_inputs": [<input index>, ...]}}}
+ * type_attrs: every listed type (or list(type)) attr must take allowed types.
+ * attr_values: every listed attr must take one of the values (absent = ok).
+ * const_inputs: inputs whose *values* the compiler needs; when such an input
+ * comes from outside the cluster its arg index goes in DiscLaunch's
+ * const_args attr and its value becomes part of the cache key.
+ * Returns 0, or -1 on malformed JSON (table unchanged). */
+int32_t DiscSetSupportTable(const char* json);
+
+/* Options, JSON, missing keys keep their value:
+ *   {"enabled": bool            (plugin optimizer clusters; default false),
+ *    "min_cluster_size": int    (default 2),
+ *    "dump_dir": str            (optimizer writes graphs before/after; ""=off),
+ *    "async_compile": bool      (run TF fallback while compiling; default false),
+ *    "compile_timeout_s": float (default 600)}
+ * Returns 0, or -1 on malformed JSON. */
+int32_t DiscSetOptions(const char* json);
+
+/* Writes stats JSON into buf (NUL-terminated, truncated) and returns the
+ * full length needed (excluding NUL):
+ *   {"clusters": {"<function>": {"runs": n, "compiles": n,
+ *       "disk_cache_hits": n, "cache_hits": n, "fallbacks": n,
+ *       "fallback_reasons": {"<reason>": n}, "compile_seconds": x,
+ *       "keys": ["<key>", ...]}},
+ *    "optimizer": {"graphs_seen": n, "clusters_created": n}} */
+int64_t DiscGetStats(char* buf, int64_t cap);
+
+/* Zeroes every counter (compiled executables stay cached). */
+void DiscResetStats(void);
+
+/* Drops every in-memory executable so that the next run asks the compiler
+ * again (tests use it to prove the disk cache is used). */
+void DiscClearExecutableCache(void);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif  /* TF_DISC_OPS_DISC_BRIDGE_H_ */
