@@ -1,4 +1,8 @@
-"""blade_disc_tf: a dynamic-shape compiler for TensorFlow."""
+"""blade_disc_tf: a dynamic-shape compiler for TensorFlow.
+
+    import blade_disc_tf as disc
+    disc.enable()   # every tf.function and TF1 Session run afterwards is optimized
+"""
 import os as _os
 
 # In a source checkout the compiler lives beside this package (tf_disc/compiler);
@@ -7,3 +11,23 @@ import os as _os
 _tree_root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
 if _os.path.isfile(_os.path.join(_tree_root, "compiler", "__init__.py")):
     __path__.append(_tree_root)  # type: ignore[name-defined]
+
+from .api import (  # noqa: E402
+    clear_executable_cache,
+    disable,
+    enable,
+    is_enabled,
+    load_ops,
+    options,
+    reset_stats,
+    session_config,
+    set_options,
+    stats,
+)
+from .config import Options  # noqa: E402
+
+__version__ = "0.1.0"
+__all__ = [
+    "Options", "clear_executable_cache", "disable", "enable", "is_enabled", "load_ops",
+    "options", "reset_stats", "session_config", "set_options", "stats",
+]

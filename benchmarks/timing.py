@@ -1,0 +1,49 @@
+"""Timing helpers shared by the benchmarks: medians over repeats, ratios.
+
+These machines are shared and noisy, so every benchmark runs the modes it
+compares in one process, interleaved, and reports medians and ratios."""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Dict, List
+
+
+def time_calls(fn: Callable[[], object], repeats: int, inner: int = 1) -> List[float]:
+    """Seconds per call, `repeats` samples of `inner` calls each."""
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        samples.append((time.perf_counter() - start) / inner)
+    return samples
+
+
+def interleaved_medians(modes: Dict[str, Callable[[], object]], repeats: int,
+                        inner: int = 1) -> Dict[str, float]:
+    """Median seconds per call for each mode, sampling the modes in turn so
+    that machine noise hits them alike."""
+    samples: Dict[str, List[float]] = {name: [] for name in modes}
+    for _ in range(repeats):
+        for name, fn in modes.items():
+            samples[name].extend(time_calls(fn, 1, inner))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def print_table(title: str, rows: List[Dict[str, object]]) -> None:
+    """A plain fixed-width table."""
+    print(f"\n{title}")
+    if not rows:
+        return
+    cols = list(rows[0])
+    widths = {c: max(len(c), *(len(_fmt(r[c])) for r in rows)) for c in cols}
+    print("  ".join(c.ljust(widths[c]) for c in cols))
+    for row in rows:
+        print("  ".join(_fmt(row[c]).ljust(widths[c]) for c in cols))
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

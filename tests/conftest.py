@@ -1,0 +1,23 @@
+"""Shared fixtures: a clean blade_disc_tf state per test, and ways to look at
+the graphs TensorFlow really ran (not our own counters)."""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def disc(tmp_path):
+    """blade_disc_tf enabled with an empty cache directory, zeroed stats and no
+    in-memory executables, so each test counts its own compiles."""
+    import blade_disc_tf as disc
+
+    disc.enable(cache_dir=str(tmp_path / "cache"), min_cluster_size=2, cxx="c++",
+                forbid_compile=False, async_compile=False, dump_dir=None)
+    disc.clear_executable_cache()
+    disc.reset_stats()
+    yield disc
+    disc.enable(cache_dir=str(tmp_path / "cache"))

@@ -1,0 +1,50 @@
+"""Reading the graphs TensorFlow executed after Grappler, for both modes."""
+from __future__ import annotations
+
+from typing import Callable, Iterable, List
+
+import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2
+from tensorflow.python.eager import context
+
+
+def _node_ops(graph_defs: Iterable) -> List[str]:
+    ops = []
+    for graph_def in graph_defs:
+        ops.extend(node.op for node in graph_def.node)
+        for fdef in graph_def.library.function:
+            ops.extend(node.op for node in fdef.node_def)
+    return ops
+
+
+def tf2_executed_ops(call: Callable[[], object]) -> List[str]:
+    """Op types of the post-optimization graphs of the functions `call` ran."""
+    ctx = context.context()
+    ctx.enable_run_metadata()
+    try:
+        call()
+        metadata = ctx.export_run_metadata()
+    finally:
+        ctx.disable_run_metadata()
+    graphs = []
+    for function_graph in metadata.function_graphs:
+        graphs.append(function_graph.post_optimization_graph)
+        graphs.extend(function_graph.partition_graphs)
+    return _node_ops(graphs)
+
+
+def tf1_executed_ops(session: tf.compat.v1.Session, fetches, feed_dict) -> List[str]:
+    """Op types of the partition graphs a TF1 session ran for one step."""
+    options = config_pb2.RunOptions(output_partition_graphs=True)
+    metadata = config_pb2.RunMetadata()
+    session.run(fetches, feed_dict=feed_dict, options=options, run_metadata=metadata)
+    return _node_ops(metadata.partition_graphs)
+
+
+def cluster_stats(stats: dict) -> List[dict]:
+    """The per-cluster counters, one dict per cluster function."""
+    return list(stats.get("clusters", {}).values())
+
+
+def total(stats: dict, counter: str) -> int:
+    return sum(c.get(counter, 0) for c in cluster_stats(stats))

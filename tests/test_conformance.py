@@ -1,0 +1,60 @@
+"""The BladeDISC TF op suite (../shared/disc_tf_ops), run through our plugin.
+
+Every case whose ops are all in our registry must pass compiled (no fallback)
+and match stock TF; cases with unsupported ops must still give TF's answer.
+Skipped when the suite is not beside the checkout."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+SUITE = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "disc_tf_ops")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(SUITE, "run.py")),
+                                reason="../shared/disc_tf_ops is not present")
+
+
+def _run(args, tmp, env=None):
+    cmd = [sys.executable, os.path.join(SUITE, "run.py"), "--refs", str(tmp / "refs")] + args
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def conformance(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("conformance")
+    _run(["--mode", "tf", "--results", str(tmp / "tf.json")], tmp)
+    env = dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               DISC_CACHE_DIR=str(tmp / "cache"))
+    done = _run(["--mode", "plugin", "--plugin-hook", "disc_conformance_hook",
+                 "--results", str(tmp / "plugin.json"), "--isolate", "--case-timeout", "600"], tmp, env)
+    with open(tmp / "plugin.json") as f:
+        results = json.load(f)
+    return results["results"] if isinstance(results, dict) else results, done.stdout
+
+
+def _supported_ops():
+    from blade_disc_tf.compiler.registry import support_table
+    return set(support_table()["ops"])
+
+
+def test_every_fully_supported_case_passes_compiled(conformance):
+    results, log = conformance
+    supported = _supported_ops()
+    failures = [f"{r['id']}: {r['reason']}" for r in results
+                if r["status"] not in ("SKIP", "PASS") and r["ops"] and set(r["ops"]) <= supported]
+    assert not failures, "\n".join(failures)
+
+
+def test_no_case_crashes_or_gives_a_wrong_answer(conformance):
+    """A case we cannot compile may fail the 'compiled' check, never the numbers."""
+    results, _ = conformance
+    wrong = [f"{r['id']}: {r['reason']}" for r in results
+             if r["status"] == "ERROR" or (r["status"] == "FAIL" and "output" in r["reason"])]
+    assert not wrong, "\n".join(wrong)

@@ -1,0 +1,100 @@
+"""Finding and loading the op library (DiscLaunch, the Grappler optimizer and
+the runtime), and the typed ctypes view of its C API (disc_bridge.h).
+
+The library is loaded twice on purpose: `tf.load_op_library` registers the op
+and kernel with TensorFlow, and `ctypes.CDLL` on the same path returns the same
+dlopen handle, through which Python sets options and the compile callback."""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import threading
+from typing import Optional
+
+LIBRARY_NAME = "libblade_disc_tf.so"
+
+COMPILE_CALLBACK = ctypes.CFUNCTYPE(
+    ctypes.c_int32, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char), ctypes.c_int64,
+    ctypes.POINTER(ctypes.c_char), ctypes.c_int64)
+
+
+class OpLibraryNotFound(ImportError):
+    pass
+
+
+def library_path() -> str:
+    """The built op library: DISC_OP_LIBRARY, else beside this package."""
+    explicit = os.environ.get("DISC_OP_LIBRARY")
+    if explicit:
+        return os.path.abspath(explicit)
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)
+    if os.path.exists(here):
+        return here
+    raise OpLibraryNotFound(
+        f"{LIBRARY_NAME} is not built: run `python tf_disc/build_ops.py` "
+        "(or `bash scripts/setup.sh`) in the blade_disc_tf checkout")
+
+
+class OpLibrary:
+    """The loaded library: TF's module object (ops) and the C API (ctypes)."""
+
+    def __init__(self, path: str):
+        import tensorflow as tf  # deferred: importing the package must stay cheap
+
+        self.path = path
+        self.ops = tf.load_op_library(path)
+        lib = ctypes.CDLL(path)
+        lib.DiscSetCompileCallback.argtypes = [COMPILE_CALLBACK]
+        lib.DiscSetCompileCallback.restype = None
+        lib.DiscSetSupportTable.argtypes = [ctypes.c_char_p]
+        lib.DiscSetSupportTable.restype = ctypes.c_int32
+        lib.DiscSetOptions.argtypes = [ctypes.c_char_p]
+        lib.DiscSetOptions.restype = ctypes.c_int32
+        lib.DiscGetStats.argtypes = [ctypes.c_char_p, ctypes.c_int64]
+        lib.DiscGetStats.restype = ctypes.c_int64
+        lib.DiscResetStats.argtypes = []
+        lib.DiscResetStats.restype = None
+        lib.DiscClearExecutableCache.argtypes = []
+        lib.DiscClearExecutableCache.restype = None
+        self._c = lib
+
+    def set_compile_callback(self, callback) -> None:
+        self._c.DiscSetCompileCallback(callback if callback is not None
+                                       else COMPILE_CALLBACK())
+
+    def set_support_table(self, table: dict) -> None:
+        if self._c.DiscSetSupportTable(json.dumps(table).encode()) != 0:
+            raise ValueError("the op library rejected the support table")
+
+    def set_options(self, options: dict) -> None:
+        if self._c.DiscSetOptions(json.dumps(options).encode()) != 0:
+            raise ValueError(f"the op library rejected options {options}")
+
+    def stats(self) -> dict:
+        size = 1 << 16
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            needed = self._c.DiscGetStats(buf, size)
+            if needed < size:
+                return json.loads(buf.value.decode())
+            size = needed + 1
+
+    def reset_stats(self) -> None:
+        self._c.DiscResetStats()
+
+    def clear_executable_cache(self) -> None:
+        self._c.DiscClearExecutableCache()
+
+
+_lock = threading.Lock()
+_loaded: Optional[OpLibrary] = None
+
+
+def load() -> OpLibrary:
+    """Loads the op library once per process."""
+    global _loaded
+    with _lock:
+        if _loaded is None:
+            _loaded = OpLibrary(library_path())
+        return _loaded

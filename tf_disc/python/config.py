@@ -1,0 +1,70 @@
+"""Every setting of blade_disc_tf in one place: defaults, environment
+variables, and the options `enable()` takes.  Nothing else reads os.environ.
+
+| variable                 | option             | default                          |
+|--------------------------|--------------------|----------------------------------|
+| DISC_CACHE_DIR           | cache_dir          | $XDG_CACHE_HOME/blade_disc_tf-<uid> (mode 0700) |
+| DISC_DUMP_DIR            | dump_dir           | unset (no dumps)                 |
+| DISC_MIN_CLUSTER_SIZE    | min_cluster_size   | 2                                |
+| DISC_CXX                 | cxx                | $CXX or c++                      |
+| DISC_ASYNC_COMPILE       | async_compile      | 0                                |
+| DISC_COMPILE_TIMEOUT_S   | compile_timeout_s  | 600                              |
+| DISC_FORBID_COMPILE      | forbid_compile     | 0 (1: never run the system compiler, e.g. to prove a cache hit) |
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Mapping, Optional
+
+
+def _default_cache_dir(env: Mapping[str, str]) -> str:
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, f"blade_disc_tf-{os.getuid()}")
+
+
+def _flag(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """What the optimizer, the kernel and the compiler are told."""
+
+    cache_dir: str
+    dump_dir: Optional[str] = None
+    min_cluster_size: int = 2
+    cxx: str = "c++"
+    async_compile: bool = False
+    compile_timeout_s: float = 600.0
+    forbid_compile: bool = False
+
+    def replace(self, **changes: Any) -> "Options":
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise TypeError(f"unknown blade_disc_tf option(s): {sorted(unknown)}")
+        return dataclasses.replace(self, **changes)
+
+    def native_json(self, enabled: bool) -> dict:
+        """The subset the C++ layer reads (see tf_disc/ops/disc_bridge.h)."""
+        return {
+            "enabled": enabled,
+            "min_cluster_size": int(self.min_cluster_size),
+            "dump_dir": self.dump_dir or "",
+            "async_compile": bool(self.async_compile),
+            "compile_timeout_s": float(self.compile_timeout_s),
+        }
+
+
+def from_environment(env: Optional[Mapping[str, str]] = None) -> Options:
+    """Options from environment variables, defaults for the rest."""
+    env = os.environ if env is None else env
+    return Options(
+        cache_dir=env.get("DISC_CACHE_DIR") or _default_cache_dir(env),
+        dump_dir=env.get("DISC_DUMP_DIR") or None,
+        min_cluster_size=int(env.get("DISC_MIN_CLUSTER_SIZE", "2")),
+        cxx=env.get("DISC_CXX") or env.get("CXX") or "c++",
+        async_compile=_flag(env.get("DISC_ASYNC_COMPILE", "0")),
+        compile_timeout_s=float(env.get("DISC_COMPILE_TIMEOUT_S", "600")),
+        forbid_compile=_flag(env.get("DISC_FORBID_COMPILE", "0")),
+    )
