@@ -1,0 +1,1 @@
+"""System compiler command (command.py) and the on-disk cache (cache.py)."""

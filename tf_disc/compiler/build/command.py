@@ -1,0 +1,52 @@
+"""The compiler command line, in one place.
+
+Flags keep results equal to TF: no -ffast-math, no FMA contraction;
+-fwrapv makes integer overflow wrap like TF's Eigen kernels;
+-fno-math-errno only lets libm calls vectorize (values unchanged).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import subprocess
+
+RUNTIME_INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "runtime")
+
+BASE_FLAGS = ("-std=c++17", "-O3", "-march=native", "-fPIC", "-shared",
+              "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-fvisibility=hidden",
+              "-fno-exceptions", "-fno-rtti")
+
+
+def include_dir() -> str:
+    """Folder holding disc_abi.h (source tree, or the installed package)."""
+    if os.path.isfile(os.path.join(RUNTIME_INCLUDE, "disc_abi.h")):
+        return RUNTIME_INCLUDE
+    import importlib.util
+    spec = importlib.util.find_spec("blade_disc_tf.runtime")
+    if spec and spec.submodule_search_locations:
+        return list(spec.submodule_search_locations)[0]
+    return RUNTIME_INCLUDE
+
+
+def compile_command(cxx: str, src: str, out: str, extra: tuple = ()) -> list[str]:
+    return [cxx, *BASE_FLAGS, *extra, "-I", include_dir(), src, "-o", out]
+
+
+@functools.lru_cache(maxsize=8)
+def compiler_identity(cxx: str) -> str:
+    """`cxx --version` first line plus a hash of this CPU's flags (because of
+    -march=native); part of the cache key."""
+    try:
+        ver = subprocess.run([cxx, "--version"], capture_output=True, text=True,
+                             timeout=30).stdout.splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError) as e:
+        ver = f"unknown ({e})"
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln for ln in f if ln.startswith("flags")), "")
+    except OSError:
+        pass
+    return f"{ver} cpu:{hashlib.sha256(cpu.encode()).hexdigest()[:16]}"

@@ -1,0 +1,185 @@
+"""The host wrapper disc_entry: read input dims, compute every symbolic dim,
+run the shape checks (TF-style messages naming node and op), allocate
+outputs/temps through the runtime, then run the kernels (inline when tiny,
+else rt->parallel_for with the kernel's per-element cost)."""
+from __future__ import annotations
+
+import math
+
+from ..dtypes import DType
+from ..ir.core import Func, Op, Value
+from ..shapes.symbolic import is_static, parse_dim
+from .cstr import c_string
+from .kernel import KernelInfo
+from .prelude import ERROR_MESSAGES
+
+# Below this many cost units a kernel runs on the calling thread.
+INLINE_COST = 1 << 15
+
+
+class DimNames:
+    """C++ expression for each dim string (bcast dims become locals)."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.lines: list[str] = []
+
+    def __call__(self, d: str) -> str:
+        if is_static(d):
+            return f"int64_t({d})"
+        if d in self.names:
+            return self.names[d]
+        p = parse_dim(d)
+        if p[0] == "sym":
+            raise KeyError(f"symbol {d} is not read from any input")
+        parts = [self(x) for x in p[1]]
+        name = f"d{len(self.names)}"
+        # Valid once the broadcast asserts passed: the non-1 part (or 1).
+        expr = "int64_t(1)"
+        for x in parts:
+            expr = f"({x} != 1 ? {x} : {expr})"
+        self.lines.append(f"  const int64_t {name} = {expr};")
+        self.names[d] = name
+        return name
+
+
+def _array(name: str, items: list[str]) -> str:
+    return f"const int64_t {name}[{max(len(items), 1)}] = {{{', '.join(items) or '0'}}};"
+
+
+def _assert(op: Op, dn: DimNames, k: int) -> list[str]:
+    a, msg = op.attrs, op.attrs["msg"] + f" (node '{op.attrs['node']}', op {op.attrs['op']})"
+    lhs, rhs = [dn(d) for d in a["lhs"]], [dn(d) for d in a["rhs"]]
+    if op.name == "assert_broadcastable":
+        n = max(len(lhs), len(rhs))
+        pl = ["int64_t(1)"] * (n - len(lhs)) + lhs
+        pr = ["int64_t(1)"] * (n - len(rhs)) + rhs
+        conds = [f"({x} == {y} || {x} == 1 || {y} == 1)" for x, y in zip(pl, pr)]
+        show = (lhs, rhs)
+    else:
+        conds = [f"{x} == {y}" for x, y in zip(lhs, rhs)]
+        show = (lhs, rhs)
+        if "lhs_shape" in a:
+            show = ([dn(d) for d in a["lhs_shape"]], [dn(d) for d in a["rhs_shape"]])
+    cond = " && ".join(conds) or "true"
+    lines = [f"  {{  // check {k}: {op.name}", f"    {_array('l', show[0])}",
+             f"    {_array('r', show[1])}", f"    if (!({cond})) {{",
+             "      char a[512], b[512];"]
+    if op.name == "assert_dim_eq" and "lhs_shape" not in a:
+        lines += ['      snprintf(a, sizeof a, "%lld", (long long)l[0]);',
+                  '      snprintf(b, sizeof b, "%lld", (long long)r[0]);']
+    else:
+        lines += [f"      disc_fmt_shape(a, sizeof a, l, {len(show[0])});",
+                  f"      disc_fmt_shape(b, sizeof b, r, {len(show[1])});"]
+    lines += [f"      return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, {c_string(msg)}, a, b);",
+              "    }", "  }"]
+    return lines
+
+
+def _const_array(op: Op) -> str:
+    v = op.result
+    dt: DType = v.dtype
+    from .ops import literal
+    vals = ", ".join(literal(x, dt) for x in op.attrs["value"])
+    return f"static const {dt.ctype} c_{v.name}[{max(len(op.attrs['value']), 1)}] = {{{vals or '0'}}};"
+
+
+def render_host(func: Func, kernels: dict[Op, KernelInfo]) -> tuple[str, str]:
+    """Returns (file-scope constant arrays, disc_entry source)."""
+    dn = DimNames()
+    body: list[str] = []
+    ptr: dict[Value, str] = {}
+    body.append(f"  if (num_inputs != {len(func.args)}) return disc_fail(rt, "
+                f"DISC_ERROR_INTERNAL, \"expected {len(func.args)} inputs, got {{0}}\", "
+                "std::to_string(num_inputs).c_str(), \"\");")
+    for i, a in enumerate(func.args):
+        body.append(f"  if (inputs[{i}].rank != {a.type.rank}) return disc_fail(rt, "
+                    f"DISC_ERROR_INTERNAL, \"input {i}: expected rank {a.type.rank}\", \"\", \"\");")
+        for j, d in enumerate(a.shape):
+            dn.names[d] = d
+            body.append(f"  const int64_t {d} = inputs[{i}].dims[{j}];")
+        ptr[a] = f"static_cast<const {a.dtype.ctype}*>(inputs[{i}].data)"
+    consts = []
+    for op in func.ops:
+        if op.name == "constant":
+            consts.append(_const_array(op))
+            ptr[op.result] = f"c_{op.result.name}"
+    checks: list[str] = []
+    for k, op in enumerate(o for o in func.ops if o.name.startswith("assert_")):
+        checks += _assert(op, dn, k)
+    body += dn.lines
+    dn.lines = []
+    body += checks
+    # Buffers: outputs and temps.
+    for op in func.ops:
+        if op.name != "fusion":
+            continue
+        for r, where in zip(op.results, op.attrs["buffers"]):
+            dims = [dn(d) for d in r.shape]
+            body += dn.lines
+            dn.lines = []
+            n = " * ".join(dims) or "1"
+            t = r.dtype.ctype
+            if where.startswith("out:"):
+                idx = int(where[4:])
+                body += [f"  {_array('od_' + r.name, dims)}",
+                         f"  {t}* {r.name} = static_cast<{t}*>(rt->alloc_output(rt->ctx, {idx}, "
+                         f"{len(dims)}, od_{r.name}));",
+                         f"  if (!{r.name} && ({n}) > 0) return 1;"]
+            else:
+                body += [f"  {t}* {r.name} = ({n}) > 0 ? static_cast<{t}*>(rt->alloc_temp("
+                         f"rt->ctx, size_t({n}) * sizeof({t}))) : nullptr;",
+                         f"  if (!{r.name} && ({n}) > 0) return 1;"]
+            ptr[r] = r.name
+    for op in func.ops:
+        if op.name == "fusion":
+            body += _launch(op, kernels[op], dn, ptr)
+    body.append("  return 0;")
+    entry = ["extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_abi_version(void) { return DISC_ABI_VERSION; }", "",
+             "extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_entry(const DiscRuntime* rt, const DiscBuffer* inputs,",
+             "                               int32_t num_inputs) {", *body, "}", ""]
+    return "\n".join(consts) + "\n", "\n".join(entry)
+
+
+def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str]) -> list[str]:
+    shape = op.results[0].shape
+    dims = [dn(d) for d in shape]
+    out = list(dn.lines)
+    dn.lines = []
+    c = f"k{op.attrs['kernel']}"
+    out += ["  {", f"    {k.name}_args {c} = {{}};"]
+    for i, v in enumerate(k.buffers):
+        out.append(f"    {c}.p{i} = {ptr[v]};")
+    for m, r in enumerate(op.results):
+        out.append(f"    {c}.o{m} = {ptr[r]};")
+    for d, e in enumerate(dims):
+        out.append(f"    {c}.dims[{d}] = {e};")
+    fast = ["true"]
+    for j, ld in enumerate(k.loads):
+        src = [dn(d) for d in ld.source.shape]
+        out += dn.lines
+        dn.lines = []
+        for jj, (sd, od) in enumerate(zip(src, ld.dims)):
+            natural = " * ".join(src[jj + 1:]) or "1"
+            out.append(f"    {c}.st{j}[{od}] = {sd} == 1 ? 0 : {natural};")
+            cont = " * ".join(dims[od + 1:]) or "1"
+            fast.append(f"({dims[od]} == 1 || {c}.st{j}[{od}] == ({cont}))")
+        for od in set(range(len(dims))) - set(ld.dims):
+            fast.append(f"{dims[od]} == 1")
+    n = " * ".join(dims) or "1"
+    out += [f"    {c}.fast = {' && '.join(fast)};",
+            f"    const int64_t n = {n};",
+            f"    if (n > 0) {{",
+            f"      if (n * {k.cost} < {INLINE_COST}) {k.name}(&{c}, 0, n);",
+            f"      else rt->parallel_for(rt->ctx, n, {k.cost}, {k.name}, &{c});",
+            "    }"]
+    for code, msg in ERROR_MESSAGES.items():
+        out.append(f"    if ({c}.err == {code}) return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
+                   f"{c_string(msg)}, \"\", \"\");")
+    for name in op.attrs.get("frees", []):
+        out.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
+    out.append("  }")
+    return out
+
+
+del math

@@ -1,0 +1,145 @@
+"""One fusion op -> one C++ loop kernel over its symbolic output shape.
+
+Two loops per kernel: a flat contiguous loop (taken when, at run time, no
+strided load actually broadcasts: vectorizable), and a general loop that
+walks a multi-index with per-load strides (stride 0 for size-1 dims).
+The host (host.py) fills the closure struct and picks the loop.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir.core import Op, Value
+from . import ops as optable
+
+
+@dataclasses.dataclass
+class Load:
+    """A strided read of buffer `source` broadcast into the kernel shape."""
+    source: Value
+    dims: list[int]          # broadcast_dimensions (operand dim -> out dim)
+
+
+@dataclasses.dataclass
+class KernelInfo:
+    name: str
+    op: Op
+    rank: int
+    buffers: list[Value]     # external values read from memory (field p<k>)
+    loads: list[Load]        # strided loads (field st<j>)
+    cost: int
+    source: str = ""
+
+
+def _scalar_const(v: Value, consts: dict[Value, Op]) -> str | None:
+    c = consts.get(v)
+    if c is not None and v.type.rank == 0:
+        return optable.literal(c.attrs["value"][0], v.dtype)
+    return None
+
+
+def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
+    k = op.attrs["kernel"]
+    shape = op.results[0].shape
+    rank = len(shape)
+    info = KernelInfo(f"disc_kernel_{k}", op, rank, [], [], 0)
+    defined = {r for o in op.region.ops for r in o.results}
+
+    def buf(v: Value) -> int:
+        if v not in info.buffers:
+            info.buffers.append(v)
+        return info.buffers.index(v)
+
+    # Per region value: (fast expression, strided expression).
+    exprs: dict[Value, tuple[str, str]] = {}
+    stmts_fast: list[str] = []
+    stmts_slow: list[str] = []
+
+    def operand(v: Value) -> tuple[str, str]:
+        if v in defined:
+            return exprs[v]
+        lit = _scalar_const(v, consts)
+        if lit is not None:
+            return lit, lit
+        if v.shape != shape:
+            raise AssertionError(f"direct read of %{v.name} at a different shape")
+        e = f"c.p{buf(v)}[i]"
+        return e, e
+
+    cost = 0
+    for inner in op.region.ops:
+        res = inner.result
+        if inner.name == "broadcast_in_dim":
+            (x,) = inner.operands
+            lit = _scalar_const(x, consts)
+            if x in defined:
+                raise AssertionError("broadcast of a value computed in the same kernel")
+            if lit is not None:
+                exprs[res] = (lit, lit)
+            elif x.type.rank == 0:
+                e = f"c.p{buf(x)}[0]"
+                exprs[res] = (e, e)
+            else:
+                j = len(info.loads)
+                info.loads.append(Load(x, list(inner.attrs["broadcast_dimensions"])))
+                exprs[res] = (f"c.p{buf(x)}[i]", f"c.p{buf(x)}[o{j}]")
+            continue
+        args = [operand(v) for v in inner.operands]
+        t = res.dtype.ctype
+        fast = optable.emit(inner, [a[0] for a in args], t)
+        slow = optable.emit(inner, [a[1] for a in args], t)
+        stmts_fast.append(f"const {t} {res.name} = {fast};")
+        stmts_slow.append(f"const {t} {res.name} = {slow};")
+        exprs[res] = (res.name, res.name)
+        cost += optable.cost(inner.name)
+    info.cost = max(cost, 1) + len(op.results)
+    for m, v in enumerate(op.region.outputs):
+        f, s = operand(v)
+        stmts_fast.append(f"c.o{m}[i] = {f};")
+        stmts_slow.append(f"c.o{m}[i] = {s};")
+    info.source = _render(info, stmts_fast, stmts_slow)
+    return info
+
+
+def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
+    r = info.rank
+    fields = [f"  const {v.dtype.ctype}* p{k};" for k, v in enumerate(info.buffers)]
+    fields += [f"  {v.dtype.ctype}* o{m};" for m, v in enumerate(info.op.results)]
+    fields.append(f"  int64_t dims[{max(r, 1)}];")
+    fields += [f"  int64_t st{j}[{max(r, 1)}];" for j in range(len(info.loads))]
+    fields.append("  bool fast;")
+    fields.append("  int32_t err;")
+    nl = len(info.loads)
+    ind = "      "
+    lines = [f"struct {info.name}_args {{", *fields, "};", "",
+             f"void {info.name}(void* closure, int64_t begin, int64_t end) {{",
+             f"  {info.name}_args& c = *static_cast<{info.name}_args*>(closure);",
+             "  int32_t err = 0;",
+             "  if (c.fast) {",
+             "    for (int64_t i = begin; i < end; ++i) {",
+             *[ind + s for s in fast],
+             "    }",
+             "  } else {"]
+    if r:
+        lines += [f"    int64_t idx[{r}];",
+                  "    {",
+                  "      int64_t rem = begin;",
+                  f"      for (int d = {r - 1}; d >= 0; --d) {{ idx[d] = rem % c.dims[d]; "
+                  "rem /= c.dims[d]; }",
+                  "    }"]
+        for j in range(nl):
+            lines.append(f"    int64_t o{j} = 0;")
+            lines.append(f"    for (int d = 0; d < {r}; ++d) o{j} += idx[d] * c.st{j}[d];")
+    lines += ["    for (int64_t i = begin; i < end; ++i) {", *[ind + s for s in slow]]
+    if r:
+        lines += [f"      for (int d = {r - 1}; d >= 0; --d) {{",
+                  "        ++idx[d];",
+                  *[f"        o{j} += c.st{j}[d];" for j in range(nl)],
+                  "        if (idx[d] < c.dims[d]) break;",
+                  *[f"        o{j} -= c.st{j}[d] * c.dims[d];" for j in range(nl)],
+                  "        idx[d] = 0;",
+                  "      }"]
+    lines += ["    }", "  }",
+              "  if (err) __atomic_store_n(&c.err, err, __ATOMIC_RELAXED);",
+              "}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""The op table: IR op -> C++ expression (one tiny function per op), and a
+rough per-element cost in cycles used for the parallel_for grain.
+
+Each function gets the operand expressions, the Op and the C++ result type.
+Ops that can fail use the kernel-local `err` (see prelude.py).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..ir.core import Op
+
+Emit = Callable[[list, Op, str], str]
+
+_CMP = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
+def _call(fn: str) -> Emit:
+    return lambda a, op, t: f"{fn}({', '.join(a)})"
+
+
+def _std(fn: str) -> Emit:
+    return lambda a, op, t: f"{t}(std::{fn}({', '.join(a)}))"
+
+
+def _infix(sym: str) -> Emit:
+    return lambda a, op, t: f"{t}({a[0]} {sym} {a[1]})"
+
+
+def _float_lit(x: float, t: str) -> str:
+    return f"{t}({float(x).hex()})" if x == x and abs(x) != float("inf") else \
+        f"{t}({'NAN' if x != x else ('INFINITY' if x > 0 else '-INFINITY')})"
+
+
+EXPR: dict[str, Emit] = {
+    "abs": _call("disc_abs"),
+    "negate": lambda a, op, t: f"{t}(-{a[0]})",
+    "exponential": _std("exp"),
+    "exponential_minus_one": _std("expm1"),
+    "log": _std("log"),
+    "log_plus_one": _std("log1p"),
+    "sqrt": _std("sqrt"),
+    "rsqrt": lambda a, op, t: f"{t}({t}(1) / std::sqrt({a[0]}))",
+    "square": lambda a, op, t: f"{t}({a[0]} * {a[0]})",
+    "reciprocal": lambda a, op, t: f"{t}({t}(1) / {a[0]})",
+    "sine": _std("sin"),
+    "cosine": _std("cos"),
+    "tan": _std("tan"),
+    "tanh": _std("tanh"),
+    "logistic": _call("disc_logistic"),
+    "relu": _call("disc_relu"),
+    "relu6": _call("disc_relu6"),
+    "elu": _call("disc_elu"),
+    "selu": _call("disc_selu"),
+    "leaky_relu": lambda a, op, t: (
+        f"({a[0]} > {t}(0) ? {a[0]} : {t}({a[0]} * {_float_lit(op.attrs['alpha'], t)}))"),
+    "softplus": _call("disc_softplus"),
+    "erf": _std("erf"),
+    "floor": _std("floor"),
+    "ceil": _std("ceil"),
+    "round_nearest_even": _std("nearbyint"),
+    "sign": _call("disc_sign"),
+    "not": lambda a, op, t: f"(!{a[0]})",
+    "copy": lambda a, op, t: a[0],
+    "is_nan": lambda a, op, t: f"({a[0]} != {a[0]})",
+    "is_inf": lambda a, op, t: f"bool(std::isinf({a[0]}))",
+    "is_finite": lambda a, op, t: f"bool(std::isfinite({a[0]}))",
+    "add": _infix("+"),
+    "subtract": _infix("-"),
+    "multiply": _infix("*"),
+    "divide": _infix("/"),
+    "div_no_nan": lambda a, op, t: f"({a[1]} == {t}(0) ? {t}(0) : {t}({a[0]} / {a[1]}))",
+    "floor_div_float": lambda a, op, t: f"{t}(std::floor({a[0]} / {a[1]}))",
+    "floor_mod_float": _call("disc_floor_mod_float"),
+    "maximum": _call("disc_max"),
+    "minimum": _call("disc_min"),
+    "power": _std("pow"),
+    "squared_difference": lambda a, op, t: (
+        f"{t}(({a[0]} - {a[1]}) * ({a[0]} - {a[1]}))"),
+    "atan2": _std("atan2"),
+    "and": lambda a, op, t: f"({a[0]} && {a[1]})",
+    "or": lambda a, op, t: f"({a[0]} || {a[1]})",
+    "div_int": lambda a, op, t: f"disc_div_int<{t}>({a[0]}, {a[1]}, err)",
+    "floor_div_int": lambda a, op, t: f"disc_floor_div_int<{t}>({a[0]}, {a[1]}, err)",
+    "floor_mod_int": lambda a, op, t: f"disc_floor_mod_int<{t}>({a[0]}, {a[1]}, err)",
+    "power_int": lambda a, op, t: f"disc_power_int<{t}>({a[0]}, {a[1]}, err)",
+    "compare": lambda a, op, t: f"({a[0]} {_CMP[op.attrs['direction']]} {a[1]})",
+    "select": lambda a, op, t: f"({a[0]} ? {a[1]} : {a[2]})",
+    "convert": lambda a, op, t: (
+        f"disc_convert<{t}, {op.operands[0].dtype.ctype}>({a[0]})"),
+}
+
+_EXPENSIVE = {"exponential", "exponential_minus_one", "log", "log_plus_one", "sine",
+              "cosine", "tan", "tanh", "logistic", "elu", "selu", "softplus", "erf",
+              "power", "atan2", "floor_mod_float"}
+_MEDIUM = {"divide", "sqrt", "rsqrt", "reciprocal", "div_no_nan", "floor_div_float",
+           "div_int", "floor_div_int", "floor_mod_int", "power_int"}
+
+
+def cost(name: str) -> int:
+    """Rough cycles per element (TF's Shard uses the same unit)."""
+    return 20 if name in _EXPENSIVE else 5 if name in _MEDIUM else 1
+
+
+def emit(op: Op, args: list[str], ctype: str) -> str:
+    try:
+        fn = EXPR[op.name]
+    except KeyError:
+        raise NotImplementedError(f"no C++ lowering for IR op {op.name}") from None
+    return fn(args, op, ctype)
+
+
+def literal(value, dtype) -> str:
+    """A C++ literal of one element."""
+    if dtype.is_bool:
+        return "true" if value else "false"
+    if dtype.is_int:
+        v = int(value)
+        if dtype.name == "i64":
+            return "(-9223372036854775807LL - 1)" if v == -2**63 else f"int64_t({v}LL)"
+        return "(-2147483647 - 1)" if v == -2**31 else f"int32_t({v})"
+    return _float_lit(float(value), dtype.ctype)

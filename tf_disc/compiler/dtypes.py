@@ -1,0 +1,59 @@
+"""The one table of element types: TF DataType enum <-> IR name <-> C++ type
+<-> numpy dtype.  Float16/bfloat16 are not supported yet."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class DType:
+    name: str        # IR spelling (MLIR style)
+    tf_enum: int     # tensorflow DataType value
+    tf_name: str     # DT_* name without prefix, for messages
+    ctype: str       # C++ element type in generated code
+    np: type         # numpy scalar type
+
+    @property
+    def is_float(self) -> bool:
+        return self.name.startswith("f")
+
+    @property
+    def is_int(self) -> bool:
+        return self.name in ("i32", "i64")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.name == "i1"
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.np).itemsize
+
+
+F32 = DType("f32", 1, "float", "float", np.float32)
+F64 = DType("f64", 2, "double", "double", np.float64)
+I32 = DType("i32", 3, "int32", "int32_t", np.int32)
+I64 = DType("i64", 9, "int64", "int64_t", np.int64)
+BOOL = DType("i1", 10, "bool", "bool", np.bool_)
+
+ALL = (F32, F64, I32, I64, BOOL)
+FLOATS = (F32, F64)
+INTS = (I32, I64)
+NUMERIC = FLOATS + INTS
+BY_NAME = {d.name: d for d in ALL}
+BY_ENUM = {d.tf_enum: d for d in ALL}
+
+
+def from_tf(enum: int) -> DType:
+    """DType for a TF DataType enum; raises Unsupported for others."""
+    from .errors import Unsupported
+    try:
+        return BY_ENUM[int(enum)]
+    except KeyError:
+        raise Unsupported(f"unsupported dtype enum {enum}") from None
+
+
+def from_name(name: str) -> DType:
+    return BY_NAME[name]

@@ -1,0 +1,115 @@
+"""FunctionDef -> GraphModel: nodes with decoded attrs in topological order,
+data inputs resolved to (producer, output index), control inputs dropped
+(a cluster is pure; ordering is by data only), and the arg/ret mapping.
+
+FunctionDef input syntax: "arg_name" (a function argument),
+"node:out_arg:index" (output list out_arg of node), "^node" (control).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import CompileError, Unsupported
+from .tensors import decode_attr
+
+ARG = "<arg>"  # producer name used for function arguments
+
+
+@dataclasses.dataclass
+class Node:
+    name: str
+    op: str
+    inputs: list[tuple[str, int]]   # (producer node or ARG:<k>, output index)
+    attrs: dict
+    control: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class GraphModel:
+    name: str
+    arg_names: list[str]
+    nodes: list[Node]               # topological order
+    rets: list[tuple[str, int]]     # per output arg: (producer, index)
+    ret_names: list[str]
+
+
+def _resolve(ref: str, arg_index: dict[str, int]) -> tuple[str, int]:
+    parts = ref.split(":")
+    if len(parts) == 1:
+        if ref in arg_index:
+            return (f"{ARG}:{arg_index[ref]}", 0)
+        return (ref, 0)
+    if len(parts) == 3:
+        node, _out_arg, idx = parts
+        # All supported ops have exactly one output arg, so the index inside
+        # that arg is the flat output index.
+        return (node, int(idx))
+    if len(parts) == 2:  # GraphDef style "node:idx" (tolerated)
+        return (parts[0], int(parts[1]))
+    raise CompileError(f"bad input reference {ref!r}")
+
+
+def _toposort(nodes: dict[str, Node]) -> list[Node]:
+    order, state = [], {}
+    for root in nodes:
+        stack = [(root, False)]
+        while stack:
+            name, done = stack.pop()
+            if done:
+                state[name] = 2
+                order.append(nodes[name])
+                continue
+            if state.get(name):
+                if state[name] == 1:
+                    continue
+                continue
+            state[name] = 1
+            stack.append((name, True))
+            for src, _ in nodes[name].inputs:
+                if not src.startswith(ARG) and not state.get(src):
+                    stack.append((src, False))
+    return order
+
+
+def parse_function_def(data: bytes) -> GraphModel:
+    """Parse serialized FunctionDef bytes into a GraphModel."""
+    from tensorflow.core.framework import function_pb2
+
+    fdef = function_pb2.FunctionDef()
+    fdef.ParseFromString(data)
+    sig = fdef.signature
+    arg_names = [a.name for a in sig.input_arg]
+    arg_index = {n: i for i, n in enumerate(arg_names)}
+    nodes: dict[str, Node] = {}
+    for nd in fdef.node_def:
+        data_in, ctrl = [], []
+        for ref in nd.input:
+            if ref.startswith("^"):
+                ctrl.append(ref[1:])
+            else:
+                data_in.append(_resolve(ref, arg_index))
+        attrs = {k: decode_attr(v) for k, v in nd.attr.items()}
+        nodes[nd.name] = Node(nd.name, nd.op, data_in, attrs, ctrl)
+    for node in nodes.values():
+        for src, _ in node.inputs:
+            if not src.startswith(ARG) and src not in nodes:
+                raise CompileError(f"node '{node.name}' reads unknown node '{src}'")
+    rets, ret_names = [], []
+    for out in sig.output_arg:
+        if out.name not in fdef.ret:
+            raise CompileError(f"output {out.name} has no ret mapping")
+        rets.append(_resolve(fdef.ret[out.name], arg_index))
+        ret_names.append(out.name)
+    if any(a.number_attr or a.type_list_attr for a in sig.input_arg):
+        raise Unsupported("list-typed function arguments")
+    return GraphModel(sig.name, arg_names, _toposort(nodes), rets, ret_names)
+
+
+def to_pbtxt(data: bytes) -> str:
+    """FunctionDef bytes as text proto (for dumps)."""
+    from google.protobuf import text_format
+    from tensorflow.core.framework import function_pb2
+
+    fdef = function_pb2.FunctionDef()
+    fdef.ParseFromString(data)
+    return text_format.MessageToString(fdef)

@@ -1,0 +1,91 @@
+"""GraphModel + rank signature -> IR, one registry lowering per TF node.
+
+Every input dim gets its own symbol; the attr checks here are the same as
+the support table's, so a cluster the optimizer formed always lowers, and a
+hand-written one that breaks a rule gets a reason naming the node and op.
+"""
+from __future__ import annotations
+
+from .. import dtypes
+from ..errors import CompileError, Unsupported
+from ..ir.builder import Builder
+from ..ir.core import Func, Namer, TensorType, Value
+from ..registry import lookup
+from ..shapes.symbolic import ShapeEnv
+from .graph import ARG, GraphModel, Node
+
+
+def _check_attrs(node: Node, rule) -> None:
+    for attr, allowed in rule.type_attrs.items():
+        val = node.attrs.get(attr)
+        vals = val if isinstance(val, list) else [val]
+        for v in vals:
+            if v is None or v not in {d.tf_enum for d in allowed}:
+                raise Unsupported(f"node '{node.name}' ({node.op}): {attr}={v} is not a "
+                                  "supported dtype")
+    for attr, allowed in rule.attr_values.items():
+        if attr in node.attrs and node.attrs[attr] not in allowed:
+            raise Unsupported(f"node '{node.name}' ({node.op}): {attr}="
+                              f"{node.attrs[attr]!r} is not supported")
+
+
+def _check_rules(rule, node: Node, b: Builder, xs: list[Value], outs: list[Value]) -> None:
+    """The lowering must agree with the op's declared dtype/rank rules."""
+    want_dt = rule.dtype_rule([x.dtype for x in xs], node.attrs)
+    want_shape = rule.shape_rule(b.env, [x.shape for x in xs], node.attrs)
+    for o, dt, shp in zip(outs, want_dt, want_shape):
+        if o.dtype != dt or o.type.rank != len(shp):
+            raise CompileError(f"lowering of {node.op} node '{node.name}' produced "
+                               f"{o.type}, rules say {dt.name} rank {len(shp)}")
+
+
+def lower_graph(g: GraphModel, inputs: list[dict]) -> Func:
+    """inputs: request "inputs" entries ({"dtype", "rank", "value"})."""
+    if len(inputs) != len(g.arg_names):
+        raise CompileError(f"signature has {len(inputs)} inputs, function "
+                           f"{len(g.arg_names)} args")
+    env, namer = ShapeEnv(), Namer()
+    b = Builder(env, namer)
+    args: list[Value] = []
+    env_vals: dict[tuple[str, int], Value] = {}
+    const_args: list = []
+    for i, spec in enumerate(inputs):
+        dt = dtypes.from_tf(spec["dtype"])
+        rank = int(spec["rank"])
+        arg = Value(f"arg{i}", TensorType(dt, tuple(env.fresh() for _ in range(rank))))
+        namer.taken.add(arg.name)
+        args.append(arg)
+        env_vals[(f"{ARG}:{i}", 0)] = arg
+        value = spec.get("value")
+        const_args.append(value)
+        if value is not None and rank == 0:
+            env_vals[(f"{ARG}:{i}", 0)] = b.constant(value[0] if isinstance(value, list)
+                                                      else value, dt)
+        elif value is not None and rank == 1:
+            env_vals[(f"{ARG}:{i}", 0)] = b.constant(value, dt, (len(value),))
+    for node in g.nodes:
+        rule = lookup(node.op) if node.op else None
+        try:
+            _check_attrs(node, rule)
+            xs = [env_vals[src] for src in node.inputs]
+            outs = rule.lower(b, node, xs)
+            _check_rules(rule, node, b, xs, outs)
+        except KeyError as e:
+            raise CompileError(f"node '{node.name}' ({node.op}): missing input {e}") from None
+        except Unsupported:
+            raise
+        except CompileError as e:
+            msg = str(e)
+            if node.name not in msg:
+                msg = f"{msg} (node '{node.name}', op {node.op})"
+            raise type(e)(msg) from None
+        for k, v in enumerate(outs):
+            env_vals[(node.name, k)] = v
+    try:
+        rets = [env_vals[r] for r in g.rets]
+    except KeyError as e:
+        raise CompileError(f"return value {e} is not produced") from None
+    attrs = {"ret_names": g.ret_names}
+    if any(v is not None for v in const_args):
+        attrs["const_args"] = const_args
+    return Func(g.name, args, b.ops, rets, attrs)

@@ -1,0 +1,57 @@
+"""The IR op set: name -> arity and result-dtype rule (used by the
+verifier and the builder).  Semantics of each op live in codegen/ops.py (one
+C++ expression per op); the names follow MHLO where MHLO has the op.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class IrOpSpec:
+    arity: int            # -1: variadic
+    kind: str             # elementwise | broadcast | constant | assert | fusion
+    result: str = "same"  # same | bool | attr (result type given explicitly)
+    # Ops that can fail per element (integer division by zero, ...).
+    may_fail: bool = False
+
+
+_UNARY = [
+    "abs", "negate", "exponential", "exponential_minus_one", "log", "log_plus_one",
+    "sqrt", "rsqrt", "square", "reciprocal", "sine", "cosine", "tan", "tanh",
+    "logistic", "relu", "relu6", "elu", "selu", "leaky_relu", "softplus", "erf",
+    "floor", "ceil", "round_nearest_even", "sign", "not", "copy",
+]
+_UNARY_BOOL = ["is_nan", "is_inf", "is_finite"]
+_BINARY = [
+    "add", "subtract", "multiply", "divide", "div_no_nan", "floor_div_float",
+    "floor_mod_float", "maximum", "minimum", "power", "squared_difference",
+    "atan2", "and", "or",
+]
+_BINARY_FAILING = ["div_int", "floor_div_int", "floor_mod_int", "power_int"]
+
+OPSET: dict[str, IrOpSpec] = {}
+OPSET.update({n: IrOpSpec(1, "elementwise") for n in _UNARY})
+OPSET.update({n: IrOpSpec(1, "elementwise", "bool") for n in _UNARY_BOOL})
+OPSET.update({n: IrOpSpec(2, "elementwise") for n in _BINARY})
+OPSET.update({n: IrOpSpec(2, "elementwise", may_fail=True) for n in _BINARY_FAILING})
+OPSET.update({
+    "compare": IrOpSpec(2, "elementwise", "bool"),
+    "select": IrOpSpec(3, "elementwise", "attr"),
+    "convert": IrOpSpec(1, "elementwise", "attr"),
+    "broadcast_in_dim": IrOpSpec(1, "broadcast", "same"),
+    "constant": IrOpSpec(0, "constant", "attr"),
+    "assert_broadcastable": IrOpSpec(0, "assert"),
+    "assert_same_shape": IrOpSpec(0, "assert"),
+    "assert_dim_eq": IrOpSpec(0, "assert"),
+    "fusion": IrOpSpec(-1, "fusion", "attr"),
+})
+
+COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
+
+
+def spec(name: str) -> IrOpSpec:
+    try:
+        return OPSET[name]
+    except KeyError:
+        raise ValueError(f"unknown IR op {name!r}") from None

@@ -1,0 +1,88 @@
+"""Const, pass-through ops, Cast, BiasAdd, AddN, ZerosLike/OnesLike."""
+from __future__ import annotations
+
+from .. import dtypes
+from ..dtypes import ALL, NUMERIC
+from ..errors import Unsupported
+from .rule import OpRule, same_shape
+
+
+def lower_const(b, node, xs):
+    arr = node.attrs["value"]
+    return [b.constant(arr, dtypes.from_tf(node.attrs["dtype"]), arr.shape)]
+
+
+def _const_dtype(dts, attrs):
+    return [dtypes.from_tf(attrs["dtype"])]
+
+
+def _const_shape(env, shapes, attrs):
+    return [tuple(str(d) for d in attrs["value"].shape)]
+
+
+def lower_identity(b, node, xs):
+    return [xs[0]]
+
+
+def lower_cast(b, node, xs):
+    return [b.convert(xs[0], dtypes.from_tf(node.attrs["DstT"]))]
+
+
+def _cast_dtype(dts, attrs):
+    return [dtypes.from_tf(attrs["DstT"])]
+
+
+def lower_bias_add(b, node, xs):
+    value, bias = xs
+    if value.type.rank < 2:
+        raise Unsupported(f"BiasAdd node '{node.name}': input must be at least 2-D")
+    if bias.type.rank != 1:
+        raise Unsupported(f"BiasAdd node '{node.name}': bias must be 1-D")
+    last = value.type.rank - 1
+    b.assert_dim_eq(bias, 0, value, last, node.name, node.op,
+                    "Must provide as many biases as the last dimension of the input "
+                    "tensor: {0} vs. {1}", show_shapes=True)
+    bias = b.reshape_to(bias, (value.shape[last],))
+    bias = b.emit("broadcast_in_dim", [bias], bias.dtype, value.shape,
+                  broadcast_dimensions=[last])
+    return [b.elementwise("add", value, bias)]
+
+
+def lower_add_n(b, node, xs):
+    acc = xs[0]
+    shape = acc.shape
+    for i, x in enumerate(xs[1:], start=1):
+        shape = b.assert_same_shape(
+            xs[0], x, node.name, node.op,
+            f"Inputs to operation {node.name} of type AddN must have the same size "
+            f"and shape.  Input 0: {{0}} != input {i}: {{1}}")
+    acc = b.reshape_to(acc, shape)
+    for x in xs[1:]:
+        acc = b.elementwise("add", acc, b.reshape_to(x, shape))
+    return [acc]
+
+
+def _fill(value):
+    def lower(b, node, xs):
+        return [b.scalar_like(value, xs[0])]
+    return lower
+
+
+def _pass(name: str) -> OpRule:
+    return OpRule(name, lower_identity, {"T": ALL}, fusion="passthrough")
+
+
+RULES = [
+    OpRule("Const", lower_const, {"dtype": ALL}, dtype_rule=_const_dtype,
+           shape_rule=_const_shape, fusion="constant"),
+    _pass("Identity"),
+    _pass("StopGradient"),
+    _pass("Snapshot"),
+    OpRule("Cast", lower_cast, {"SrcT": ALL, "DstT": ALL}, dtype_rule=_cast_dtype,
+           attr_values={"Truncate": (False,)}),
+    OpRule("BiasAdd", lower_bias_add, {"T": NUMERIC},
+           attr_values={"data_format": ("NHWC",)}, shape_rule=same_shape),
+    OpRule("AddN", lower_add_n, {"T": NUMERIC}),
+    OpRule("ZerosLike", _fill(0), {"T": ALL}),
+    OpRule("OnesLike", _fill(1), {"T": ALL}),
+]

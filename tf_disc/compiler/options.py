@@ -1,0 +1,16 @@
+"""Compile options, passed in explicitly by the caller (the compiler reads no
+environment variables; blade_disc_tf.config does and builds these)."""
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileOptions:
+    cache_dir: str
+    dump_dir: str | None = None
+    cxx: str = "c++"
+    extra_cflags: tuple = ()
+    # Refuse to run the system compiler (tests use it to prove cache hits).
+    forbid_compile: bool = False
+    timeout_s: float = 600

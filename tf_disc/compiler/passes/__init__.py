@@ -1,0 +1,1 @@
+"""IR -> IR passes; the pipeline (pipeline.py) is one named list of them."""

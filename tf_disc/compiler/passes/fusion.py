@@ -1,0 +1,105 @@
+"""Loop fusion: elementwise and broadcast ops -> `fusion` ops, one loop
+kernel per group of values with the same symbolic shape.
+
+Values that must live in memory ("materialized"): returned values, and
+computed operands of broadcast_in_dim (a broadcast of a buffer is a strided
+load; of a computed value it would recompute per output element).  Each
+materialized value gets a level = longest chain of shape changes before it;
+a kernel is one (shape, level) group, and its region is the backward slice
+of its roots, stopping at arguments, constants and other kernels' outputs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from ..ir.core import Func, Namer, Op, Region, Value
+from ..ir.opset import spec
+
+log = logging.getLogger("blade_disc_tf.compiler")
+
+
+def _is_computed(op: Op) -> bool:
+    return spec(op.name).kind in ("elementwise", "broadcast")
+
+
+def fuse(func: Func) -> Func:
+    producer = {r: op for op in func.ops for r in op.results}
+    computed = {r for op in func.ops if _is_computed(op) for r in op.results}
+    materialized: list[Value] = []
+    mat_set: set[Value] = set()
+
+    def mark(v: Value) -> None:
+        if v in computed and v not in mat_set:
+            mat_set.add(v)
+            materialized.append(v)
+
+    for v in func.rets:
+        mark(v)
+    for op in func.ops:
+        if op.name == "broadcast_in_dim" and op.operands[0] in computed:
+            log.debug("fusion: %%%s is materialized (broadcast to another shape)",
+                      op.operands[0].name)
+            mark(op.operands[0])
+
+    # Backward slices and levels, in program order.
+    order = {op_: i for i, op_ in enumerate(func.ops)}
+    slices: dict[Value, set[Op]] = {}
+    deps: dict[Value, set[Value]] = {}
+    for m in sorted(materialized, key=lambda v: order[producer[v]]):
+        seen_ops: set[Op] = set()
+        ext: set[Value] = set()
+        stack = [m]
+        while stack:
+            v = stack.pop()
+            op = producer.get(v)
+            if op is None or not _is_computed(op) or (v in mat_set and v is not m):
+                if v in mat_set:
+                    ext.add(v)
+                continue
+            if op in seen_ops:
+                continue
+            seen_ops.add(op)
+            stack.extend(op.operands)
+        slices[m], deps[m] = seen_ops, ext
+    level: dict[Value, int] = {}
+    for m in sorted(materialized, key=lambda v: order[producer[v]]):
+        level[m] = max((level[u] + (u.shape != m.shape) for u in deps[m]), default=0)
+
+    groups: dict[tuple, list[Value]] = {}
+    for m in sorted(materialized, key=lambda v: order[producer[v]]):
+        groups.setdefault((level[m], m.shape), []).append(m)
+
+    namer = Namer.for_func(func)
+    outer: dict[Value, Value] = {}   # inner materialized value -> fusion result
+    kernels: list[tuple[int, int, Op]] = []
+    for k, ((lvl, _shape), roots) in enumerate(sorted(groups.items(), key=lambda kv: (
+            kv[0][0], min(order[producer[v]] for v in kv[1])))):
+        body_ops = sorted(set().union(*(slices[r] for r in roots)), key=order.get)
+        defined = {r for o in body_ops for r in o.results}
+        # Reads of other kernels' outputs go through their fusion results.
+        inner_ops = []
+        for o in body_ops:
+            ops_in = [outer.get(v, v) if v not in defined or v in outer else v
+                      for v in o.operands]
+            inner_ops.append(Op(o.name, ops_in, list(o.results), dict(o.attrs)))
+        results = [Value(namer(), r.type) for r in roots]
+        for r, res in zip(roots, results):
+            outer[r] = res
+        externals: list[Value] = []
+        for o in inner_ops:
+            for v in o.operands:
+                if v not in defined and v not in externals:
+                    externals.append(v)
+        fusion = Op("fusion", externals, results, {"kernel": k},
+                    Region(inner_ops, list(roots)))
+        kernels.append((lvl, k, fusion))
+        log.debug("fusion: kernel %d (level %d) computes %s from %d ops", k, lvl,
+                  [r.name for r in roots], len(inner_ops))
+
+    rest = [op for op in func.ops if not _is_computed(op)]
+    asserts = [op for op in rest if spec(op.name).kind == "assert"]
+    consts = [op for op in rest if op not in asserts]
+    ops = consts + asserts + [f for _, _, f in kernels]
+    rets = [outer[v] if v in outer else v for v in func.rets]
+    return dataclasses.replace(func, ops=ops, rets=rets, attrs=dict(func.attrs))

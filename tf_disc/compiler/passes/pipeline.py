@@ -1,0 +1,48 @@
+"""The pass pipeline: one named list, run in order, verified and optionally
+dumped (ir_<NN>_<pass>.mlir) after every step."""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Callable
+
+from ..ir.core import Func
+from ..ir.printer import print_func
+from ..ir.verifier import verify
+from .buffers import assign_buffers
+from .canonicalize import canonicalize
+from .cse import cse
+from .dce import dce
+from .fusion import fuse
+from .outputs import materialize_outputs
+
+log = logging.getLogger("blade_disc_tf.compiler")
+
+Pass = Callable[[Func], Func]
+
+PIPELINE: list[tuple[str, Pass]] = [
+    ("canonicalize", canonicalize),
+    ("cse", cse),
+    ("dce", dce),
+    ("materialize_outputs", materialize_outputs),
+    ("fuse", fuse),
+    ("assign_buffers", assign_buffers),
+]
+
+
+def run_pipeline(func: Func, dump_dir: str | None = None,
+                 passes: list[tuple[str, Pass]] | None = None) -> Func:
+    """Run passes in order; verify after each; dump when dump_dir is set."""
+    def dump(i: int, name: str, f: Func) -> None:
+        if dump_dir:
+            os.makedirs(dump_dir, exist_ok=True)
+            with open(os.path.join(dump_dir, f"ir_{i:02d}_{name}.mlir"), "w") as fh:
+                fh.write(print_func(f))
+
+    verify(func)
+    dump(0, "input", func)
+    for i, (name, p) in enumerate(passes or PIPELINE, start=1):
+        func = verify(p(func))
+        log.debug("pass %s: %d top-level ops", name, len(func.ops))
+        dump(i, name, func)
+    return func

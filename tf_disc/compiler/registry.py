@@ -1,0 +1,42 @@
+"""The op registry: the one explicit table TF op name -> OpRule, joined from
+the op-family modules.  It is also the clustering allow-list
+(support_table(), the DiscSetSupportTable JSON of disc_bridge.h)."""
+from __future__ import annotations
+
+from .errors import Unsupported
+from .ops import binary, misc, select, unary
+from .ops.rule import OpRule
+
+FAMILIES = (unary, binary, select, misc)
+
+
+def _build() -> dict[str, OpRule]:
+    table: dict[str, OpRule] = {}
+    for fam in FAMILIES:
+        for rule in fam.RULES:
+            if rule.name in table:
+                raise AssertionError(f"TF op {rule.name} registered twice")
+            table[rule.name] = rule
+    return table
+
+
+REGISTRY: dict[str, OpRule] = _build()
+
+
+def lookup(op: str) -> OpRule:
+    try:
+        return REGISTRY[op]
+    except KeyError:
+        raise Unsupported(f"unsupported TF op {op}") from None
+
+
+def support_table() -> dict:
+    """{"ops": {name: {"type_attrs", "attr_values", "const_inputs"}}}."""
+    ops = {}
+    for name, rule in sorted(REGISTRY.items()):
+        ops[name] = {
+            "type_attrs": {a: [d.tf_enum for d in ts] for a, ts in rule.type_attrs.items()},
+            "attr_values": {a: list(vs) for a, vs in rule.attr_values.items()},
+            "const_inputs": list(rule.const_inputs),
+        }
+    return {"ops": ops}

@@ -1,0 +1,147 @@
+"""Symbolic dimensions, all in one module.
+
+A dim is a string: an integer ("3"), a symbol for an unknown input dim
+("s0"), or a broadcast of two dims ("bcast(s0,s1)": TF's rule, which is
+checked at run time by an assert op).  Strings keep IR printing trivial.
+
+ShapeEnv keeps *queries* (known_equal: commits to nothing) apart from
+*assumptions* (assume_equal: the caller must emit a runtime check, which the
+lowering does with an assert op).  When a question cannot be decided
+statically the answer is "not known", never a guess.
+"""
+from __future__ import annotations
+
+from ..errors import ShapeError
+
+Dim = str
+
+
+def is_static(d: Dim) -> bool:
+    return d.lstrip("-").isdigit()
+
+
+def static_value(d: Dim) -> int | None:
+    return int(d) if is_static(d) else None
+
+
+def split_dims(text: str) -> list[Dim]:
+    """'s0,bcast(s1,s2),3' -> ['s0', 'bcast(s1,s2)', '3'] (paren aware)."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def parse_dim(d: Dim) -> tuple:
+    """Dim string -> ('const', n) | ('sym', name) | ('bcast', [parts])."""
+    if is_static(d):
+        return ("const", int(d))
+    if d.startswith("bcast(") and d.endswith(")"):
+        return ("bcast", split_dims(d[len("bcast("):-1]))
+    if d.isidentifier():
+        return ("sym", d)
+    raise ValueError(f"bad dim {d!r}")
+
+
+def symbols_of(d: Dim) -> set[str]:
+    p = parse_dim(d)
+    if p[0] == "sym":
+        return {p[1]}
+    if p[0] == "bcast":
+        return set().union(*(symbols_of(x) for x in p[1]))
+    return set()
+
+
+def bcast_parts(d: Dim) -> list[Dim]:
+    """Components of a (flat, n-ary) broadcast dim; [d] for other dims."""
+    p = parse_dim(d)
+    return list(p[1]) if p[0] == "bcast" else [d]
+
+
+def _key(d: Dim) -> tuple:
+    return (not is_static(d), len(d), d)
+
+
+class ShapeEnv:
+    """Symbols of one function plus the equalities assumed so far."""
+
+    def __init__(self) -> None:
+        self._parent: dict[Dim, Dim] = {}
+        self._count = 0
+
+    def fresh(self) -> Dim:
+        name = f"s{self._count}"
+        self._count += 1
+        return name
+
+    # -- union-find over dim strings -------------------------------------
+    def canon(self, d: Dim) -> Dim:
+        while self._parent.get(d, d) != d:
+            d = self._parent[d]
+        return d
+
+    def known_equal(self, a: Dim, b: Dim) -> bool:
+        """Query: True only if a == b is certain (statically or assumed)."""
+        return self.canon(a) == self.canon(b)
+
+    def known_one(self, d: Dim) -> bool:
+        return self.canon(d) == "1"
+
+    def assume_equal(self, a: Dim, b: Dim) -> None:
+        """Record a == b.  The caller emits the matching runtime check."""
+        ca, cb = self.canon(a), self.canon(b)
+        if ca == cb:
+            return
+        if is_static(ca) and is_static(cb):
+            raise ShapeError(f"dimension {ca} can never equal {cb}")
+        # Prefer a static, then shorter, then smaller-named representative.
+        if _key(cb) < _key(ca):
+            ca, cb = cb, ca
+        self._parent[cb] = ca
+
+    # -- broadcasting -----------------------------------------------------
+    def broadcast_dim(self, a: Dim, b: Dim) -> Dim:
+        """Result dim of TF broadcasting a with b (runtime check separate)."""
+        ca, cb = self.canon(a), self.canon(b)
+        if ca == "1":
+            return cb
+        if cb == "1" or ca == cb:
+            return ca
+        if is_static(ca) and is_static(cb):
+            raise ShapeError(f"Incompatible shapes: dims {ca} vs. {cb}")
+        # Broadcast is associative, commutative and idempotent once checked:
+        # keep one flat, sorted, duplicate-free spelling.
+        parts = sorted({self.canon(p) for p in bcast_parts(ca) + bcast_parts(cb)} - {"1"},
+                       key=_key)
+        statics = [p for p in parts if is_static(p)]
+        if len(statics) > 1:
+            raise ShapeError(f"Incompatible shapes: dims {statics[0]} vs. {statics[1]}")
+        if statics:  # the other parts must be 1 or equal to it
+            return statics[0]
+        if len(parts) == 1:
+            return parts[0]
+        return "bcast(" + ",".join(parts) + ")"
+
+    def broadcast_shapes(self, *shapes: tuple[Dim, ...]) -> tuple[Dim, ...]:
+        """numpy/TF broadcast of several shapes (right-aligned)."""
+        rank = max((len(s) for s in shapes), default=0)
+        out: list[Dim] = ["1"] * rank
+        for s in shapes:
+            padded = ["1"] * (rank - len(s)) + list(s)
+            out = [self.broadcast_dim(o, d) for o, d in zip(out, padded)]
+        return tuple(out)
+
+    def needs_broadcast_check(self, a: tuple[Dim, ...], b: tuple[Dim, ...]) -> bool:
+        """Whether broadcasting a with b can fail at run time."""
+        rank = max(len(a), len(b))
+        pa = ["1"] * (rank - len(a)) + list(a)
+        pb = ["1"] * (rank - len(b)) + list(b)
+        return any(not (self.known_one(x) or self.known_one(y) or self.known_equal(x, y))
+                   for x, y in zip(pa, pb))
