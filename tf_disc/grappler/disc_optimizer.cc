@@ -1,0 +1,159 @@
+#include "tf_disc/grappler/disc_optimizer.h"
+
+#include <unordered_set>
+#include <vector>
+
+#include "tensorflow/core/grappler/grappler_item.h"
+#include "tensorflow/core/grappler/optimizers/custom_graph_optimizer_registry.h"
+#include "tensorflow/core/platform/env.h"
+#include "tensorflow/core/platform/logging.h"
+#include "tensorflow/core/protobuf/rewriter_config.pb.h"
+#include "tf_disc/grappler/cluster_rewrite.h"
+#include "tf_disc/grappler/clustering.h"
+#include "tf_disc/grappler/control_flow_info.h"
+#include "tf_disc/grappler/support_table.h"
+#include "tf_disc/ops/options.h"
+#include "tf_disc/ops/stats.h"
+
+namespace tf_disc {
+namespace {
+
+absl::Status NothingToDo(const char* why) {
+  // Grappler reads Aborted as "graph unchanged".
+  return absl::AbortedError(std::string("DiscOptimizer: ") + why);
+}
+
+void Dump(const std::string& dump_dir, const std::string& id,
+          const char* suffix, const tensorflow::GraphDef& graph) {
+  std::string name = id.empty() ? "graph" : id;
+  for (char& c : name) {
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+  }
+  std::string dir = dump_dir + "/grappler";
+  tensorflow::Env* env = tensorflow::Env::Default();
+  absl::Status s = env->RecursivelyCreateDir(dir);
+  if (s.ok()) {
+    s = tensorflow::WriteTextProto(env, dir + "/" + name + "_" + suffix + ".pbtxt",
+                                   graph);
+  }
+  if (!s.ok()) LOG(WARNING) << "DiscOptimizer: cannot dump graph: " << s;
+}
+
+// Node names of feeds ("x:0" -> "x").
+std::unordered_set<std::string> FedNodes(
+    const tensorflow::grappler::GrapplerItem& item) {
+  std::unordered_set<std::string> fed;
+  for (const auto& feed : item.feed) {
+    std::string name = feed.first;
+    if (!name.empty() && name[0] == '^') name = name.substr(1);
+    size_t colon = name.rfind(':');
+    if (colon != std::string::npos) name = name.substr(0, colon);
+    fed.insert(name);
+  }
+  return fed;
+}
+
+std::unordered_set<std::string> KeepNames(
+    const tensorflow::grappler::GrapplerItem& item) {
+  std::unordered_set<std::string> keep = item.NodesToPreserve();
+  for (const std::string& f : item.fetch) {
+    std::string name = f;
+    size_t colon = name.rfind(':');
+    if (colon != std::string::npos) name = name.substr(0, colon);
+    keep.insert(name);
+  }
+  return keep;
+}
+
+}  // namespace
+
+absl::Status DiscOptimizer::Init(
+    const tensorflow::RewriterConfig_CustomGraphOptimizer* config) {
+  if (config == nullptr) return absl::OkStatus();
+  auto it = config->parameter_map().find("min_cluster_size");
+  if (it != config->parameter_map().end()) {
+    if (it->second.value_case() != tensorflow::AttrValue::kI ||
+        it->second.i() < 1) {
+      return absl::InvalidArgumentError(
+          "DiscOptimizer: min_cluster_size must be a positive int");
+    }
+    min_cluster_size_ = static_cast<int>(it->second.i());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
+                                     const tensorflow::grappler::GrapplerItem& item,
+                                     tensorflow::GraphDef* optimized_graph) {
+  // Quick exits first: this runs for every graph and function in the process.
+  Options options = GetOptions();
+  if (plugin_ && !options.enabled) return NothingToDo("disabled");
+  std::shared_ptr<const SupportTable> table = GetSupportTable();
+  if (!table) return NothingToDo("no support table");
+  if (item.id.rfind(kClusterFunctionPrefix, 0) == 0) {
+    return NothingToDo("own cluster function");
+  }
+  RecordGraphSeen();
+  const int min_size =
+      min_cluster_size_ > 0 ? min_cluster_size_ : options.min_cluster_size;
+  int supported = 0;
+  for (const auto& node : item.graph.node()) supported += table->HasOp(node.op());
+  if (supported < min_size || supported == 0) {
+    return NothingToDo("too few supported nodes");
+  }
+
+  std::vector<const OpSupport*> clusterable =
+      FindClusterableNodes(item.graph, *table, FedNodes(item));
+  GraphIndex index;
+  absl::Status s = BuildGraphIndex(item.graph, &index);
+  if (!s.ok()) {
+    VLOG(1) << "DiscOptimizer: cannot analyze " << item.id << ": " << s;
+    return NothingToDo("graph not analyzable");
+  }
+  std::vector<std::vector<int>> clusters =
+      FormClusters(index, clusterable, min_size);
+  if (clusters.empty()) return NothingToDo("no cluster");
+
+  std::unordered_set<std::string> keep = KeepNames(item);
+  RewriteInput in{&index, &clusterable, &clusters, &keep};
+  tensorflow::GraphDef rewritten;
+  int num_rewritten = 0;
+  s = RewriteClusters(in, &rewritten, &num_rewritten);
+  if (!s.ok() || num_rewritten == 0) {
+    if (!s.ok()) LOG(WARNING) << "DiscOptimizer: rewrite failed: " << s;
+    return NothingToDo("no cluster rewritten");
+  }
+  int64_t nodes = 0;
+  for (const auto& c : clusters) nodes += static_cast<int64_t>(c.size());
+  RecordGraphRewritten(num_rewritten, nodes);
+  VLOG(1) << "DiscOptimizer: " << item.id << ": " << num_rewritten
+          << " cluster(s), " << nodes << " node(s)";
+  if (!options.dump_dir.empty()) {
+    Dump(options.dump_dir, item.id, "before", item.graph);
+    Dump(options.dump_dir, item.id, "after", rewritten);
+  }
+  *optimized_graph = std::move(rewritten);
+  return absl::OkStatus();
+}
+
+REGISTER_GRAPH_OPTIMIZER_AS(DiscOptimizer, "DiscOptimizer");
+
+namespace {
+
+// Registers the plugin instance for CPU at library load.  ConfigList(false,
+// {}) leaves TF's own optimizers as configured.
+struct PluginRegistration {
+  PluginRegistration() {
+    tensorflow::grappler::ConfigList configs(false, {});
+    tensorflow::grappler::PluginGraphOptimizerRegistry::
+        RegisterPluginOptimizerOrDie(
+            []() -> tensorflow::grappler::CustomGraphOptimizer* {
+              return new DiscOptimizer(/*plugin=*/true);
+            },
+            "CPU", configs);
+  }
+};
+PluginRegistration plugin_registration;
+
+}  // namespace
+}  // namespace tf_disc

@@ -1,0 +1,156 @@
+#include "tf_disc/grappler/support_table.h"
+
+#include <mutex>
+
+#include "tensorflow/core/framework/attr_value.pb.h"
+#include "tf_disc/ops/json.h"
+
+namespace tf_disc {
+namespace {
+
+std::mutex& TableMutex() {
+  static std::mutex* mu = new std::mutex;
+  return *mu;
+}
+
+std::shared_ptr<const SupportTable>& TableSlot() {
+  static auto* slot = new std::shared_ptr<const SupportTable>;
+  return *slot;
+}
+
+// JSON scalar -> the encoding EncodeAttrScalar produces for a matching attr.
+bool EncodeJsonScalar(const json::Value& v, std::vector<std::string>* out) {
+  if (v.is_string()) {
+    out->push_back("s:" + v.as_string());
+  } else if (v.is_bool()) {
+    out->push_back(std::string("b:") + (v.as_bool() ? "1" : "0"));
+  } else if (v.is_integer()) {
+    // An integer may mean an int attr or a DataType enum.
+    out->push_back("i:" + std::to_string(v.as_int()));
+    out->push_back("t:" + std::to_string(v.as_int()));
+    out->push_back("f:" + json::FormatNumber(v.as_number()));
+  } else if (v.is_number()) {
+    out->push_back("f:" + json::FormatNumber(v.as_number()));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+const tensorflow::AttrValue* FindAttr(const tensorflow::NodeDef& node,
+                                      const tensorflow::OpDef& op_def,
+                                      const std::string& name) {
+  auto it = node.attr().find(name);
+  if (it != node.attr().end()) return &it->second;
+  for (const auto& a : op_def.attr()) {
+    if (a.name() == name && a.has_default_value()) return &a.default_value();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string EncodeAttrScalar(const tensorflow::AttrValue& v) {
+  switch (v.value_case()) {
+    case tensorflow::AttrValue::kS: return "s:" + v.s();
+    case tensorflow::AttrValue::kI: return "i:" + std::to_string(v.i());
+    case tensorflow::AttrValue::kB: return std::string("b:") + (v.b() ? "1" : "0");
+    case tensorflow::AttrValue::kType: return "t:" + std::to_string(v.type());
+    case tensorflow::AttrValue::kF: return "f:" + json::FormatNumber(v.f());
+    default: return "";
+  }
+}
+
+const OpSupport* SupportTable::Match(const tensorflow::NodeDef& node,
+                                     const tensorflow::OpDef& op_def) const {
+  auto it = ops_.find(node.op());
+  if (it == ops_.end()) return nullptr;
+  const OpSupport& support = it->second;
+  for (const auto& kv : support.type_attrs) {
+    const tensorflow::AttrValue* v = FindAttr(node, op_def, kv.first);
+    if (v == nullptr) return nullptr;
+    if (v->value_case() == tensorflow::AttrValue::kType) {
+      if (!kv.second.count(v->type())) return nullptr;
+    } else if (v->value_case() == tensorflow::AttrValue::kList) {
+      for (int t : v->list().type()) {
+        if (!kv.second.count(t)) return nullptr;
+      }
+    } else {
+      return nullptr;
+    }
+  }
+  for (const auto& kv : support.attr_values) {
+    const tensorflow::AttrValue* v = FindAttr(node, op_def, kv.first);
+    if (v == nullptr) continue;  // attr absent: nothing to restrict
+    if (v->value_case() == tensorflow::AttrValue::kList) {
+      // A list passes when each element is allowed.
+      const auto& l = v->list();
+      for (const auto& s : l.s()) if (!kv.second.count("s:" + s)) return nullptr;
+      for (auto i : l.i()) if (!kv.second.count("i:" + std::to_string(i))) return nullptr;
+      for (bool b : l.b()) if (!kv.second.count(b ? "b:1" : "b:0")) return nullptr;
+      for (int t : l.type()) if (!kv.second.count("t:" + std::to_string(t))) return nullptr;
+      continue;
+    }
+    if (!kv.second.count(EncodeAttrScalar(*v))) return nullptr;
+  }
+  return &support;
+}
+
+std::shared_ptr<const SupportTable> GetSupportTable() {
+  std::lock_guard<std::mutex> lock(TableMutex());
+  return TableSlot();
+}
+
+bool SetSupportTableFromJson(const std::string& text, std::string* error) {
+  json::Value doc;
+  if (!json::Parse(text, &doc, error)) return false;
+  const json::Value* ops = doc.Find("ops");
+  if (ops == nullptr || !ops->is_object()) {
+    *error = "support table needs an \"ops\" object";
+    return false;
+  }
+  auto table = std::make_shared<SupportTable>();
+  for (const auto& op : ops->members()) {
+    if (!op.second.is_object()) {
+      *error = "entry for op " + op.first + " is not an object";
+      return false;
+    }
+    OpSupport support;
+    if (const json::Value* ta = op.second.Find("type_attrs")) {
+      if (!ta->is_object()) { *error = op.first + ": bad type_attrs"; return false; }
+      for (const auto& kv : ta->members()) {
+        if (!kv.second.is_array()) { *error = op.first + ": bad type_attrs"; return false; }
+        std::set<int>& allowed = support.type_attrs[kv.first];
+        for (const auto& t : kv.second.items()) {
+          if (!t.is_integer()) { *error = op.first + ": bad dtype"; return false; }
+          allowed.insert(static_cast<int>(t.as_int()));
+        }
+      }
+    }
+    if (const json::Value* av = op.second.Find("attr_values")) {
+      if (!av->is_object()) { *error = op.first + ": bad attr_values"; return false; }
+      for (const auto& kv : av->members()) {
+        if (!kv.second.is_array()) { *error = op.first + ": bad attr_values"; return false; }
+        std::set<std::string>& allowed = support.attr_values[kv.first];
+        for (const auto& v : kv.second.items()) {
+          std::vector<std::string> enc;
+          if (!EncodeJsonScalar(v, &enc)) { *error = op.first + ": bad attr value"; return false; }
+          allowed.insert(enc.begin(), enc.end());
+        }
+      }
+    }
+    if (const json::Value* ci = op.second.Find("const_inputs")) {
+      if (!ci->is_array()) { *error = op.first + ": bad const_inputs"; return false; }
+      for (const auto& i : ci->items()) {
+        if (!i.is_integer() || i.as_int() < 0) { *error = op.first + ": bad const_inputs"; return false; }
+        support.const_inputs.insert(static_cast<int>(i.as_int()));
+      }
+    }
+    table->ops_[op.first] = std::move(support);
+  }
+  std::lock_guard<std::mutex> lock(TableMutex());
+  TableSlot() = std::move(table);
+  return true;
+}
+
+}  // namespace tf_disc

@@ -1,0 +1,49 @@
+// Process-wide table of TF ops the optimizer may cluster (DiscSetSupportTable).
+#ifndef TF_DISC_GRAPPLER_SUPPORT_TABLE_H_
+#define TF_DISC_GRAPPLER_SUPPORT_TABLE_H_
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tensorflow/core/framework/node_def.pb.h"
+#include "tensorflow/core/framework/op_def.pb.h"
+
+namespace tf_disc {
+
+struct OpSupport {
+  // attr -> allowed DataType enums (type or list(type) attrs).
+  std::map<std::string, std::set<int>> type_attrs;
+  // attr -> allowed values, encoded as "s:<str>", "i:<int>", "b:<0|1>", ...
+  std::map<std::string, std::set<std::string>> attr_values;
+  // Inputs whose values the compiler needs.
+  std::set<int> const_inputs;
+};
+
+class SupportTable {
+ public:
+  // The entry for node's op when its attrs pass the table's checks (attrs
+  // missing from the node take their OpDef default), else nullptr.
+  const OpSupport* Match(const tensorflow::NodeDef& node,
+                         const tensorflow::OpDef& op_def) const;
+  bool HasOp(const std::string& op) const { return ops_.count(op) > 0; }
+
+  std::unordered_map<std::string, OpSupport> ops_;
+};
+
+// The current table, or nullptr when none was set.  Snapshot semantics: a
+// running optimizer keeps the table it started with.
+std::shared_ptr<const SupportTable> GetSupportTable();
+
+// Parses and installs a table; false (table unchanged) on malformed JSON.
+bool SetSupportTableFromJson(const std::string& json, std::string* error);
+
+// Encodes one AttrValue scalar the way attr_values entries are stored.
+std::string EncodeAttrScalar(const tensorflow::AttrValue& value);
+
+}  // namespace tf_disc
+
+#endif  // TF_DISC_GRAPPLER_SUPPORT_TABLE_H_

@@ -1,0 +1,54 @@
+// The extern "C" API of disc_bridge.h, called from Python through ctypes.
+#include "tf_disc/ops/disc_bridge.h"
+
+#include <cstring>
+#include <string>
+
+#include "tensorflow/core/platform/logging.h"
+#include "tf_disc/grappler/support_table.h"
+#include "tf_disc/ops/compile_service.h"
+#include "tf_disc/ops/executable_cache.h"
+#include "tf_disc/ops/options.h"
+#include "tf_disc/ops/stats.h"
+
+extern "C" {
+
+void DiscSetCompileCallback(DiscCompileCallback cb) {
+  tf_disc::SetCompileCallback(cb);
+}
+
+int32_t DiscSetSupportTable(const char* json) {
+  if (json == nullptr) return -1;
+  std::string error;
+  if (!tf_disc::SetSupportTableFromJson(json, &error)) {
+    LOG(ERROR) << "DiscSetSupportTable: " << error;
+    return -1;
+  }
+  return 0;
+}
+
+int32_t DiscSetOptions(const char* json) {
+  if (json == nullptr) return -1;
+  std::string error;
+  if (!tf_disc::UpdateOptionsFromJson(json, &error)) {
+    LOG(ERROR) << "DiscSetOptions: " << error;
+    return -1;
+  }
+  return 0;
+}
+
+int64_t DiscGetStats(char* buf, int64_t cap) {
+  std::string s = tf_disc::StatsToJson();
+  if (buf != nullptr && cap > 0) {
+    size_t n = std::min<size_t>(s.size(), static_cast<size_t>(cap - 1));
+    memcpy(buf, s.data(), n);
+    buf[n] = '\0';
+  }
+  return static_cast<int64_t>(s.size());
+}
+
+void DiscResetStats(void) { tf_disc::ResetStats(); }
+
+void DiscClearExecutableCache(void) { tf_disc::ClearExecutableCache(); }
+
+}  // extern "C"

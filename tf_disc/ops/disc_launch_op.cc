@@ -1,0 +1,210 @@
+// DiscLaunch: runs one clustered subgraph through a compiled executable, or
+// falls back to the original function when there is none.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensorflow/core/framework/common_shape_fns.h"
+#include "tensorflow/core/framework/function.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/lib/strings/proto_serialization.h"
+#include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow/core/platform/logging.h"
+#include "tf_disc/ops/executable_cache.h"
+#include "tf_disc/ops/fallback.h"
+#include "tf_disc/ops/json.h"
+#include "tf_disc/ops/options.h"
+#include "tf_disc/ops/stats.h"
+#include "tf_disc/runtime/runtime.h"
+
+namespace tf_disc {
+
+using tensorflow::AsyncOpKernel;
+using tensorflow::OpKernelConstruction;
+using tensorflow::OpKernelContext;
+using tensorflow::Tensor;
+
+REGISTER_OP("DiscLaunch")
+    .Input("args: Targs")
+    .Output("results: Tresults")
+    .Attr("Targs: list(type) >= 0")
+    .Attr("Tresults: list(type) >= 0")
+    .Attr("f: func")
+    .Attr("const_args: list(int) = []")
+    .SetIsStateful()  // never constant-folded, CSE'd or pruned by Grappler
+    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
+      for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, c->UnknownShape());
+      return absl::OkStatus();
+    })
+    .Doc("Runs cluster function `f` through a compiled executable specialized "
+         "on input ranks and the values of `const_args`; falls back to `f`.");
+
+namespace {
+
+class DiscLaunchOp : public AsyncOpKernel {
+ public:
+  explicit DiscLaunchOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
+    tensorflow::NameAttrList f;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("f", &f));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("const_args", &const_args_));
+    function_ = f.name();
+    fallback_ = std::make_unique<FunctionFallback>(std::move(f));
+    stats_ = GetFunctionStats(function_);
+  }
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    std::string key;
+    std::string reason = BuildKey(ctx, &key);
+    if (!reason.empty()) {
+      stats_->RecordRun(key);
+      Fallback(ctx, std::move(done), reason);
+      return;
+    }
+    stats_->RecordRun(key);
+    Options options = GetOptions();
+    LookupParams params{&function_, &key, stats_, options.async_compile,
+                        options.compile_timeout_s};
+    auto make_request = [this, ctx, &key](std::string* request,
+                                          std::string* fdef) {
+      return BuildRequest(ctx, key, request, fdef);
+    };
+    // A waiting caller resumes on the compile/timeout thread: hop back onto
+    // the device's worker threads before doing real work.
+    auto cont = [this, ctx, done](const CacheOutcome& o) {
+      auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
+      workers->Schedule([this, ctx, done, o]() mutable {
+        Continue(ctx, std::move(done), o);
+      });
+    };
+    CacheOutcome outcome;
+    if (LookupExecutable(params, make_request, &outcome, std::move(cont))) {
+      Continue(ctx, std::move(done), outcome);
+    }
+  }
+
+ private:
+  void Continue(OpKernelContext* ctx, DoneCallback done, const CacheOutcome& o) {
+    if (!o.exe) {
+      Fallback(ctx, std::move(done), o.fallback_reason);
+      return;
+    }
+    if (!o.triggered_compile) stats_->RecordCacheHit();
+    RunExecutable(ctx, *o.exe);
+    done();
+  }
+
+  // Computes the cache key: input ranks plus values of const args.  Returns a
+  // non-empty fallback reason when the inputs cannot be compiled for.
+  std::string BuildKey(OpKernelContext* ctx, std::string* key) const {
+    key->reserve(32);
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      int rank = ctx->input(i).dims();
+      if (rank > DISC_MAX_RANK) {
+        return "rank > " + std::to_string(DISC_MAX_RANK);
+      }
+      if (i) key->push_back(',');
+      *key += std::to_string(rank);
+    }
+    for (int64_t arg : const_args_) {
+      if (arg < 0 || arg >= ctx->num_inputs()) return "bad const_args attr";
+      std::string values;
+      if (!ConstValues(ctx->input(arg), &values)) {
+        return "unsupported const arg dtype";
+      }
+      *key += "|" + std::to_string(arg) + "=[" + values + "]";
+    }
+    return "";
+  }
+
+  // Comma-separated values of an int32/int64 host tensor.
+  static bool ConstValues(const Tensor& t, std::string* out) {
+    if (t.dtype() == tensorflow::DT_INT32) {
+      auto flat = t.flat<int32_t>();
+      for (int64_t i = 0; i < flat.size(); ++i) {
+        if (i) out->push_back(',');
+        *out += std::to_string(flat(i));
+      }
+      return true;
+    }
+    if (t.dtype() == tensorflow::DT_INT64) {
+      auto flat = t.flat<int64_t>();
+      for (int64_t i = 0; i < flat.size(); ++i) {
+        if (i) out->push_back(',');
+        *out += std::to_string(flat(i));
+      }
+      return true;
+    }
+    return false;
+  }
+
+  absl::Status BuildRequest(OpKernelContext* ctx, const std::string& key,
+                            std::string* request, std::string* fdef) const {
+    auto* lib = ctx->function_library();
+    const tensorflow::FunctionDef* def =
+        lib ? lib->GetFunctionLibraryDefinition()->Find(function_) : nullptr;
+    if (def == nullptr) {
+      return absl::NotFoundError("function " + function_ + " not in library");
+    }
+    if (!tensorflow::SerializeToStringDeterministic(*def, fdef)) {
+      return absl::InternalError("cannot serialize " + function_);
+    }
+    std::string& r = *request;
+    r = "{\"function\": ";
+    json::AppendQuoted(function_, &r);
+    r += ", \"key\": ";
+    json::AppendQuoted(key, &r);
+    r += ", \"inputs\": [";
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      const Tensor& t = ctx->input(i);
+      if (i) r += ", ";
+      r += "{\"dtype\": " + std::to_string(static_cast<int>(t.dtype())) +
+           ", \"rank\": " + std::to_string(t.dims()) + ", \"value\": ";
+      bool is_const = false;
+      for (int64_t a : const_args_) is_const = is_const || a == i;
+      std::string values;
+      if (is_const && ConstValues(t, &values)) {
+        r += "[" + values + "]";
+      } else {
+        r += "null";
+      }
+      r += "}";
+    }
+    r += "]}";
+    return absl::OkStatus();
+  }
+
+  void RunExecutable(OpKernelContext* ctx, const Executable& exe) const {
+    std::vector<DiscBuffer> buffers(ctx->num_inputs());
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      const Tensor& t = ctx->input(i);
+      DiscBuffer& b = buffers[i];
+      b.data = t.NumElements() == 0 ? nullptr
+                                    : const_cast<char*>(t.tensor_data().data());
+      b.rank = t.dims();
+      for (int d = 0; d < b.rank; ++d) b.dims[d] = t.dim_size(d);
+    }
+    KernelRuntime runtime(ctx);
+    runtime.Run(exe.entry, buffers).IgnoreError();  // status already in ctx
+  }
+
+  void Fallback(OpKernelContext* ctx, DoneCallback done,
+                const std::string& reason) {
+    if (stats_->RecordFallback(reason)) {
+      LOG(WARNING) << "DiscLaunch: running " << function_
+                   << " with TensorFlow (fallback): " << reason;
+    }
+    fallback_->RunAsync(ctx, std::move(done));
+  }
+
+  std::string function_;
+  std::vector<int64_t> const_args_;
+  std::unique_ptr<FunctionFallback> fallback_;
+  FunctionStats* stats_ = nullptr;
+};
+
+REGISTER_KERNEL_BUILDER(Name("DiscLaunch").Device(tensorflow::DEVICE_CPU),
+                        DiscLaunchOp);
+
+}  // namespace
+}  // namespace tf_disc

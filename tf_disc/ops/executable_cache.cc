@@ -1,0 +1,264 @@
+#include "tf_disc/ops/executable_cache.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tensorflow/core/platform/logging.h"
+#include "tf_disc/ops/compile_service.h"
+#include "tf_disc/ops/stats.h"
+
+namespace tf_disc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum class State { kCompiling, kReady, kFailed };
+
+struct Waiter {
+  CacheContinuation cont;
+  bool is_trigger;
+};
+
+struct Entry {
+  State state = State::kCompiling;
+  uint64_t generation = 0;  // identifies one compile attempt
+  std::shared_ptr<const Executable> exe;
+  std::string error;
+  std::vector<Waiter> waiters;
+};
+
+class Cache {
+ public:
+  bool Lookup(const LookupParams& p, const RequestFactory& make_request,
+              CacheOutcome* outcome, CacheContinuation cont);
+  void Clear();
+
+ private:
+  static std::string MapKey(const std::string& fn, const std::string& key) {
+    return fn + '\n' + key;
+  }
+  // Resolves a finished compile attempt unless it timed out or was cleared.
+  void Finish(const std::string& map_key, uint64_t generation,
+              std::shared_ptr<const Executable> exe, const std::string& error);
+  void Compile(std::string map_key, uint64_t generation, std::string function,
+               std::string request, std::string fdef, FunctionStats* stats);
+  bool StillCompiling(const std::string& map_key, uint64_t generation);
+  void WatchDeadline(const std::string& map_key, uint64_t generation,
+                     Clock::time_point deadline, double timeout_s);
+  void TimeoutLoop();
+
+  std::mutex mu_;
+  std::unordered_map<std::string, Entry> entries_;
+  uint64_t next_generation_ = 1;
+
+  // Deadlines of in-flight compiles, watched by a lazily started thread.
+  struct Deadline {
+    std::string map_key;
+    uint64_t generation;
+    double timeout_s;
+  };
+  std::mutex deadline_mu_;
+  std::condition_variable deadline_cv_;
+  std::multimap<Clock::time_point, Deadline> deadlines_;
+  bool timeout_thread_started_ = false;
+};
+
+Cache& GetCache() {
+  static Cache* cache = new Cache;  // leaked: executables are never unloaded
+  return *cache;
+}
+
+void Resolve(std::vector<Waiter> waiters,
+             const std::shared_ptr<const Executable>& exe,
+             const std::string& error) {
+  for (Waiter& w : waiters) {
+    CacheOutcome o;
+    o.exe = exe;
+    o.fallback_reason = exe ? "" : error;
+    o.triggered_compile = w.is_trigger;
+    w.cont(o);
+  }
+}
+
+bool Cache::Lookup(const LookupParams& p, const RequestFactory& make_request,
+                   CacheOutcome* outcome, CacheContinuation cont) {
+  const std::string map_key = MapKey(*p.function, *p.key);
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(map_key);
+    if (it != entries_.end()) {
+      Entry& e = it->second;
+      switch (e.state) {
+        case State::kReady:
+          outcome->exe = e.exe;
+          return true;
+        case State::kFailed:
+          outcome->fallback_reason = e.error;
+          return true;
+        case State::kCompiling:
+          if (p.async_compile) {
+            outcome->fallback_reason = "compiling";
+            return true;
+          }
+          e.waiters.push_back({std::move(cont), false});
+          return false;
+      }
+    }
+    generation = next_generation_++;
+    entries_[map_key].generation = generation;
+  }
+  // This caller owns the compile of a new key.
+  outcome->triggered_compile = true;
+  std::string request, fdef, error;
+  DiscCompileCallback cb = GetCompileCallback();
+  if (cb == nullptr) {
+    error = "no compiler registered";
+  } else {
+    absl::Status s = make_request(&request, &fdef);
+    if (!s.ok()) error = "cannot build compile request: " + std::string(s.message());
+  }
+  if (!error.empty()) {
+    Finish(map_key, generation, nullptr, error);
+    outcome->fallback_reason = error;
+    return true;
+  }
+  VLOG(1) << "DiscLaunch: compiling " << *p.function << " for key " << *p.key;
+  if (!p.async_compile) {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_[map_key].waiters.push_back({std::move(cont), true});
+  }
+  WatchDeadline(map_key, generation,
+                Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(p.timeout_s)),
+                p.timeout_s);
+  FunctionStats* stats = p.stats;
+  std::string function = *p.function;
+  ScheduleOnCompileThread([this, map_key, generation, function, stats,
+                           request = std::move(request),
+                           fdef = std::move(fdef)]() mutable {
+    Compile(map_key, generation, std::move(function), std::move(request),
+            std::move(fdef), stats);
+  });
+  if (p.async_compile) {
+    outcome->fallback_reason = "compiling";
+    return true;
+  }
+  return false;
+}
+
+bool Cache::StillCompiling(const std::string& map_key, uint64_t generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(map_key);
+  return it != entries_.end() && it->second.generation == generation &&
+         it->second.state == State::kCompiling;
+}
+
+void Cache::Compile(std::string map_key, uint64_t generation,
+                    std::string function, std::string request,
+                    std::string fdef, FunctionStats* stats) {
+  if (!StillCompiling(map_key, generation)) return;  // timed out in the queue
+  DiscCompileCallback cb = GetCompileCallback();
+  if (cb == nullptr) {
+    Finish(map_key, generation, nullptr, "no compiler registered");
+    return;
+  }
+  CompileReply reply = InvokeCompileCallback(cb, request, fdef);
+  if (!reply.ok) {
+    Finish(map_key, generation, nullptr, "compile failed: " + reply.error);
+    return;
+  }
+  std::string load_error;
+  std::shared_ptr<const Executable> exe = LoadExecutable(reply.path, &load_error);
+  if (!StillCompiling(map_key, generation)) return;  // late: discard
+  stats->RecordCompile(reply.compiled, reply.seconds);
+  VLOG(1) << "DiscLaunch: " << function << (reply.compiled ? " compiled" : " disk-cache hit")
+          << " in " << reply.seconds << " s -> " << reply.path;
+  if (!exe) {
+    Finish(map_key, generation, nullptr, "load failed: " + load_error);
+    return;
+  }
+  Finish(map_key, generation, std::move(exe), "");
+}
+
+void Cache::Finish(const std::string& map_key, uint64_t generation,
+                   std::shared_ptr<const Executable> exe,
+                   const std::string& error) {
+  std::vector<Waiter> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(map_key);
+    if (it == entries_.end() || it->second.generation != generation ||
+        it->second.state != State::kCompiling) {
+      return;
+    }
+    Entry& e = it->second;
+    e.state = exe ? State::kReady : State::kFailed;
+    e.exe = exe;
+    e.error = error;
+    waiters.swap(e.waiters);
+  }
+  Resolve(std::move(waiters), exe, error);
+}
+
+void Cache::WatchDeadline(const std::string& map_key, uint64_t generation,
+                          Clock::time_point deadline, double timeout_s) {
+  std::lock_guard<std::mutex> lock(deadline_mu_);
+  deadlines_.emplace(deadline, Deadline{map_key, generation, timeout_s});
+  if (!timeout_thread_started_) {
+    timeout_thread_started_ = true;
+    std::thread([this] { TimeoutLoop(); }).detach();
+  }
+  deadline_cv_.notify_one();
+}
+
+void Cache::TimeoutLoop() {
+  std::unique_lock<std::mutex> lock(deadline_mu_);
+  while (true) {
+    if (deadlines_.empty()) {
+      deadline_cv_.wait(lock);
+      continue;
+    }
+    auto first = deadlines_.begin();
+    if (Clock::now() < first->first) {
+      deadline_cv_.wait_until(lock, first->first);
+      continue;
+    }
+    Deadline d = first->second;
+    deadlines_.erase(first);
+    lock.unlock();
+    char buf[64];
+    snprintf(buf, sizeof(buf), "compile timed out after %g s", d.timeout_s);
+    Finish(d.map_key, d.generation, nullptr, buf);  // no-op if it finished
+    lock.lock();
+  }
+}
+
+void Cache::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->second.state == State::kCompiling) {
+      ++it;
+    } else {
+      it = entries_.erase(it);
+    }
+  }
+}
+
+}  // namespace
+
+bool LookupExecutable(const LookupParams& params,
+                      const RequestFactory& make_request, CacheOutcome* outcome,
+                      CacheContinuation cont) {
+  return GetCache().Lookup(params, make_request, outcome, std::move(cont));
+}
+
+void ClearExecutableCache() { GetCache().Clear(); }
+
+}  // namespace tf_disc

@@ -1,0 +1,79 @@
+#include "tf_disc/ops/fallback.h"
+
+#include <vector>
+
+namespace tf_disc {
+
+using tensorflow::FunctionLibraryRuntime;
+
+absl::Status FunctionFallback::GetHandle(FunctionLibraryRuntime* lib,
+                                         FunctionLibraryRuntime::Handle* handle) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = handles_.find(lib);
+    if (it != handles_.end()) {
+      *handle = it->second;
+      return absl::OkStatus();
+    }
+  }
+  // Instantiate outside the lock: it may optimize the function (Grappler).
+  FunctionLibraryRuntime::Handle h;
+  absl::Status s = lib->Instantiate(function_.name(),
+                                    tensorflow::AttrSlice(&function_.attr()),
+                                    FunctionLibraryRuntime::InstantiateOptions(),
+                                    &h);
+  if (!s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  handles_.emplace(lib, h);  // a concurrent Instantiate returned the same handle
+  *handle = h;
+  return absl::OkStatus();
+}
+
+void FunctionFallback::RunAsync(tensorflow::OpKernelContext* ctx,
+                                tensorflow::AsyncOpKernel::DoneCallback done) {
+  FunctionLibraryRuntime* lib = ctx->function_library();
+  if (lib == nullptr) {
+    ctx->SetStatus(absl::InternalError("DiscLaunch: no function library"));
+    done();
+    return;
+  }
+  FunctionLibraryRuntime::Handle handle;
+  absl::Status s = GetHandle(lib, &handle);
+  if (!s.ok()) {
+    ctx->SetStatus(s);
+    done();
+    return;
+  }
+  FunctionLibraryRuntime::Options opts(ctx->step_id());
+  opts.rendezvous = ctx->rendezvous();
+  opts.cancellation_manager = ctx->cancellation_manager();
+  opts.step_container = ctx->step_container();
+  opts.stats_collector = ctx->stats_collector();
+  opts.runner = ctx->runner();
+  opts.run_all_kernels_inline = ctx->run_all_kernels_inline();
+  opts.collective_executor = ctx->collective_executor();
+  opts.stack_trace = ctx->stack_trace();
+  std::vector<tensorflow::Tensor> args;
+  args.reserve(ctx->num_inputs());
+  for (int i = 0; i < ctx->num_inputs(); ++i) args.push_back(ctx->input(i));
+  auto* rets = new std::vector<tensorflow::Tensor>;
+  lib->Run(opts, handle, args, rets,
+           [ctx, done = std::move(done), rets](const absl::Status& status) {
+             if (!status.ok()) {
+               ctx->SetStatus(status);
+             } else if (static_cast<int>(rets->size()) != ctx->num_outputs()) {
+               ctx->SetStatus(absl::InternalError(
+                   "DiscLaunch: fallback function returned " +
+                   std::to_string(rets->size()) + " values, expected " +
+                   std::to_string(ctx->num_outputs())));
+             } else {
+               for (size_t i = 0; i < rets->size(); ++i) {
+                 ctx->set_output(static_cast<int>(i), (*rets)[i]);
+               }
+             }
+             delete rets;
+             done();
+           });
+}
+
+}  // namespace tf_disc

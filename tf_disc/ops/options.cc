@@ -1,0 +1,66 @@
+#include "tf_disc/ops/options.h"
+
+#include <mutex>
+
+#include "tf_disc/ops/json.h"
+
+namespace tf_disc {
+namespace {
+
+std::mutex& OptionsMutex() {
+  static std::mutex* mu = new std::mutex;  // never destroyed: used at exit
+  return *mu;
+}
+
+Options& MutableOptions() {
+  static Options* options = new Options;
+  return *options;
+}
+
+}  // namespace
+
+Options GetOptions() {
+  std::lock_guard<std::mutex> lock(OptionsMutex());
+  return MutableOptions();
+}
+
+bool UpdateOptionsFromJson(const std::string& text, std::string* error) {
+  json::Value doc;
+  if (!json::Parse(text, &doc, error)) return false;
+  if (!doc.is_object()) {
+    *error = "options must be a JSON object";
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(OptionsMutex());
+  Options next = MutableOptions();
+  for (const auto& kv : doc.members()) {
+    const std::string& key = kv.first;
+    const json::Value& v = kv.second;
+    bool ok = true;
+    if (key == "enabled") {
+      ok = v.is_bool();
+      if (ok) next.enabled = v.as_bool();
+    } else if (key == "min_cluster_size") {
+      ok = v.is_integer() && v.as_int() >= 1 && v.as_int() < (1 << 30);
+      if (ok) next.min_cluster_size = static_cast<int>(v.as_int());
+    } else if (key == "dump_dir") {
+      ok = v.is_string();
+      if (ok) next.dump_dir = v.as_string();
+    } else if (key == "async_compile") {
+      ok = v.is_bool();
+      if (ok) next.async_compile = v.as_bool();
+    } else if (key == "compile_timeout_s") {
+      ok = v.is_number() && v.as_number() > 0;
+      if (ok) next.compile_timeout_s = v.as_number();
+    }
+    // Unknown keys are ignored so that newer Python can talk to older C++.
+    if (!ok) {
+      *error = "bad value for option '" + key + "'";
+      return false;
+    }
+  }
+  MutableOptions() = next;
+  return true;
+}
+
+}  // namespace tf_disc

@@ -1,0 +1,163 @@
+#include "tf_disc/ops/stats.h"
+
+#include <atomic>
+#include <memory>
+
+#include "tf_disc/ops/json.h"
+
+namespace tf_disc {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<FunctionStats>> functions;
+  std::atomic<int64_t> graphs_seen{0};
+  std::atomic<int64_t> graphs_rewritten{0};
+  std::atomic<int64_t> clusters_created{0};
+  std::atomic<int64_t> nodes_clustered{0};
+};
+
+Registry& GetRegistry() {
+  static Registry* r = new Registry;  // never destroyed: kernels hold pointers
+  return *r;
+}
+
+void AppendField(const char* name, const std::string& value, std::string* out) {
+  json::AppendQuoted(name, out);
+  *out += ": ";
+  *out += value;
+}
+
+}  // namespace
+
+void FunctionStats::RecordRun(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++runs_;
+  keys_.insert(key);
+}
+
+void FunctionStats::RecordCacheHit() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++cache_hits_;
+}
+
+bool FunctionStats::RecordFallback(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++fallbacks_;
+  ++fallback_reasons_[reason];
+  return warned_reasons_.insert(reason).second;
+}
+
+void FunctionStats::RecordCompile(bool compiled, double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (compiled) {
+    ++compiles_;
+  } else {
+    ++disk_cache_hits_;
+  }
+  compile_seconds_ += seconds;
+}
+
+void FunctionStats::Reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  runs_ = compiles_ = disk_cache_hits_ = cache_hits_ = fallbacks_ = 0;
+  compile_seconds_ = 0;
+  fallback_reasons_.clear();
+  keys_.clear();
+}
+
+bool FunctionStats::IsEmpty() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return runs_ == 0 && compiles_ == 0 && disk_cache_hits_ == 0 &&
+         fallbacks_ == 0 && keys_.empty();
+}
+
+void FunctionStats::AppendJson(std::string* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  *out += "{";
+  AppendField("runs", std::to_string(runs_), out);
+  *out += ", ";
+  AppendField("compiles", std::to_string(compiles_), out);
+  *out += ", ";
+  AppendField("disk_cache_hits", std::to_string(disk_cache_hits_), out);
+  *out += ", ";
+  AppendField("cache_hits", std::to_string(cache_hits_), out);
+  *out += ", ";
+  AppendField("fallbacks", std::to_string(fallbacks_), out);
+  *out += ", \"fallback_reasons\": {";
+  bool first = true;
+  for (const auto& kv : fallback_reasons_) {
+    if (!first) *out += ", ";
+    first = false;
+    AppendField(kv.first.c_str(), std::to_string(kv.second), out);
+  }
+  *out += "}, ";
+  AppendField("compile_seconds", json::FormatNumber(compile_seconds_), out);
+  *out += ", \"keys\": [";
+  first = true;
+  for (const auto& key : keys_) {
+    if (!first) *out += ", ";
+    first = false;
+    json::AppendQuoted(key, out);
+  }
+  *out += "]}";
+}
+
+FunctionStats* GetFunctionStats(const std::string& function) {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto& slot = r.functions[function];
+  if (!slot) slot.reset(new FunctionStats);
+  return slot.get();
+}
+
+void RecordGraphSeen() { ++GetRegistry().graphs_seen; }
+
+void RecordGraphRewritten(int64_t clusters, int64_t nodes_clustered) {
+  Registry& r = GetRegistry();
+  ++r.graphs_rewritten;
+  r.clusters_created += clusters;
+  r.nodes_clustered += nodes_clustered;
+}
+
+std::string StatsToJson() {
+  Registry& r = GetRegistry();
+  std::string out = "{\"clusters\": {";
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    bool first = true;
+    for (const auto& kv : r.functions) {
+      if (kv.second->IsEmpty()) continue;
+      if (!first) out += ", ";
+      first = false;
+      json::AppendQuoted(kv.first, &out);
+      out += ": ";
+      kv.second->AppendJson(&out);
+    }
+  }
+  out += "}, \"optimizer\": {";
+  AppendField("graphs_seen", std::to_string(r.graphs_seen.load()), &out);
+  out += ", ";
+  AppendField("graphs_rewritten", std::to_string(r.graphs_rewritten.load()),
+              &out);
+  out += ", ";
+  AppendField("clusters_created", std::to_string(r.clusters_created.load()),
+              &out);
+  out += ", ";
+  AppendField("nodes_clustered", std::to_string(r.nodes_clustered.load()),
+              &out);
+  out += "}}";
+  return out;
+}
+
+void ResetStats() {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (auto& kv : r.functions) kv.second->Reset();
+  r.graphs_seen = 0;
+  r.graphs_rewritten = 0;
+  r.clusters_created = 0;
+  r.nodes_clustered = 0;
+}
+
+}  // namespace tf_disc

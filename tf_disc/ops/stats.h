@@ -1,0 +1,53 @@
+// Process-wide statistics registry read by DiscGetStats.
+#ifndef TF_DISC_OPS_STATS_H_
+#define TF_DISC_OPS_STATS_H_
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+namespace tf_disc {
+
+// Counters of one cluster function.  Pointers stay valid for the process
+// lifetime (kernels cache them), so a reset zeroes instead of deleting.
+class FunctionStats {
+ public:
+  void RecordRun(const std::string& key);
+  void RecordCacheHit();
+  // Returns true the first time this reason is seen (for warn-once logs).
+  bool RecordFallback(const std::string& reason);
+  // compiled: the system compiler ran (false: disk-cache hit).
+  void RecordCompile(bool compiled, double seconds);
+
+  void Reset();
+  // True when nothing was recorded since the last reset (hidden from JSON).
+  bool IsEmpty() const;
+  void AppendJson(std::string* out) const;
+
+ private:
+  mutable std::mutex mu_;
+  int64_t runs_ = 0;
+  int64_t compiles_ = 0;
+  int64_t disk_cache_hits_ = 0;
+  int64_t cache_hits_ = 0;
+  int64_t fallbacks_ = 0;
+  double compile_seconds_ = 0;
+  std::map<std::string, int64_t> fallback_reasons_;
+  std::set<std::string> keys_;
+  std::set<std::string> warned_reasons_;  // survives Reset: warn once per process
+};
+
+FunctionStats* GetFunctionStats(const std::string& function);
+
+// Optimizer counters.
+void RecordGraphSeen();
+void RecordGraphRewritten(int64_t clusters, int64_t nodes_clustered);
+
+std::string StatsToJson();
+void ResetStats();
+
+}  // namespace tf_disc
+
+#endif  // TF_DISC_OPS_STATS_H_

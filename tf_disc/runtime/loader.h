@@ -1,0 +1,28 @@
+// Loads a generated shared library and checks its ABI (see disc_abi.h).
+#ifndef TF_DISC_RUNTIME_LOADER_H_
+#define TF_DISC_RUNTIME_LOADER_H_
+
+#include <memory>
+#include <string>
+
+#include "tf_disc/runtime/disc_abi.h"
+
+namespace tf_disc {
+
+// A loaded executable.  The library is never dlclose'd: a kernel may still
+// be running its code after the cache dropped it, and generated libraries are
+// small.
+struct Executable {
+  std::string path;
+  void* handle = nullptr;
+  DiscEntryFn entry = nullptr;
+};
+
+// dlopen(RTLD_NOW | RTLD_LOCAL), checks disc_abi_version() == DISC_ABI_VERSION
+// and resolves disc_entry.  Returns nullptr with a one-line *error on failure.
+std::shared_ptr<const Executable> LoadExecutable(const std::string& path,
+                                                 std::string* error);
+
+}  // namespace tf_disc
+
+#endif  // TF_DISC_RUNTIME_LOADER_H_

@@ -1,0 +1,155 @@
+#include "tf_disc/runtime/runtime.h"
+
+#include <algorithm>
+#include <string>
+
+#include "tensorflow/core/framework/allocator.h"
+#include "tensorflow/core/framework/tensor_shape.h"
+#include "tensorflow/core/platform/threadpool.h"
+
+namespace tf_disc {
+
+using tensorflow::OpKernelContext;
+
+KernelRuntime::KernelRuntime(OpKernelContext* ctx)
+    : ctx_(ctx),
+      allocator_(ctx->device()->GetAllocator(tensorflow::AllocatorAttributes())),
+      allocated_(ctx->num_outputs(), false) {
+  abi_.ctx = this;
+  abi_.alloc_output = &KernelRuntime::AllocOutput;
+  abi_.alloc_temp = &KernelRuntime::AllocTemp;
+  abi_.free_temp = &KernelRuntime::FreeTemp;
+  abi_.parallel_for = &KernelRuntime::ParallelFor;
+  abi_.set_error = &KernelRuntime::SetError;
+}
+
+KernelRuntime::~KernelRuntime() {
+  for (void* p : temps_) allocator_->DeallocateRaw(p);
+}
+
+void KernelRuntime::RecordError(absl::Status status) {
+  // The first error wins; later ones are usually consequences.
+  if (has_error_) return;
+  has_error_ = true;
+  ctx_->SetStatus(status);
+}
+
+absl::Status KernelRuntime::Run(DiscEntryFn entry,
+                                const std::vector<DiscBuffer>& inputs) {
+  int32_t rc = entry(&abi_, inputs.data(), static_cast<int32_t>(inputs.size()));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (rc != 0 && !has_error_) {
+    RecordError(absl::InternalError(
+        "DiscLaunch: generated code returned " + std::to_string(rc) +
+        " without reporting an error"));
+  }
+  if (!has_error_) {
+    for (size_t i = 0; i < allocated_.size(); ++i) {
+      if (!allocated_[i]) {
+        RecordError(absl::InternalError("DiscLaunch: generated code did not "
+                                        "allocate output " +
+                                        std::to_string(i)));
+        break;
+      }
+    }
+  }
+  return ctx_->status();
+}
+
+void* KernelRuntime::AllocOutput(void* self_ptr, int32_t index, int32_t rank,
+                                 const int64_t* dims) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  std::lock_guard<std::mutex> lock(self->mu_);
+  if (self->has_error_) return nullptr;
+  if (index < 0 || index >= static_cast<int32_t>(self->allocated_.size())) {
+    self->RecordError(absl::InternalError(
+        "DiscLaunch: output index " + std::to_string(index) + " out of range"));
+    return nullptr;
+  }
+  if (self->allocated_[index]) {
+    self->RecordError(absl::InternalError(
+        "DiscLaunch: output " + std::to_string(index) + " allocated twice"));
+    return nullptr;
+  }
+  if (rank < 0 || rank > DISC_MAX_RANK || (rank > 0 && dims == nullptr)) {
+    self->RecordError(absl::InternalError("DiscLaunch: bad rank " +
+                                          std::to_string(rank) + " for output " +
+                                          std::to_string(index)));
+    return nullptr;
+  }
+  tensorflow::TensorShape shape;
+  for (int32_t i = 0; i < rank; ++i) {
+    absl::Status s = shape.AddDimWithStatus(dims[i]);
+    if (!s.ok()) {
+      self->RecordError(absl::InternalError(
+          "DiscLaunch: bad shape for output " + std::to_string(index) + ": " +
+          std::string(s.message())));
+      return nullptr;
+    }
+  }
+  tensorflow::Tensor* out = nullptr;
+  absl::Status s = self->ctx_->allocate_output(index, shape, &out);
+  if (!s.ok()) {
+    self->RecordError(s);
+    return nullptr;
+  }
+  self->allocated_[index] = true;
+  return out->data();
+}
+
+void* KernelRuntime::AllocTemp(void* self_ptr, size_t bytes) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  void* p = self->allocator_->AllocateRaw(64, std::max<size_t>(bytes, 1));
+  std::lock_guard<std::mutex> lock(self->mu_);
+  if (p == nullptr) {
+    self->RecordError(absl::ResourceExhaustedError(
+        "DiscLaunch: failed to allocate " + std::to_string(bytes) +
+        " bytes of scratch memory"));
+    return nullptr;
+  }
+  self->temps_.push_back(p);
+  return p;
+}
+
+void KernelRuntime::FreeTemp(void* self_ptr, void* ptr) {
+  if (ptr == nullptr) return;
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    auto it = std::find(self->temps_.begin(), self->temps_.end(), ptr);
+    if (it == self->temps_.end()) return;  // not ours: ignore, never crash
+    *it = self->temps_.back();
+    self->temps_.pop_back();
+  }
+  self->allocator_->DeallocateRaw(ptr);
+}
+
+void KernelRuntime::ParallelFor(void* self_ptr, int64_t n,
+                                int64_t cost_per_unit, DiscParallelFn fn,
+                                void* closure) {
+  if (n <= 0) return;
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  auto* workers = self->ctx_->device()->tensorflow_cpu_worker_threads();
+  // Tiny ranges run inline: a thread hop costs more than the work.
+  if (n == 1 || workers == nullptr || workers->workers == nullptr ||
+      workers->num_threads <= 1 ||
+      static_cast<double>(n) * std::max<int64_t>(cost_per_unit, 1) < 20000) {
+    fn(closure, 0, n);
+    return;
+  }
+  workers->workers->ParallelFor(
+      n, tsl::thread::ThreadPool::SchedulingParams::Adaptive(
+             std::max<int64_t>(cost_per_unit, 1)),
+      [fn, closure](int64_t begin, int64_t end) { fn(closure, begin, end); });
+}
+
+void KernelRuntime::SetError(void* self_ptr, int32_t code,
+                             const char* message) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  absl::StatusCode c = static_cast<absl::StatusCode>(code);
+  if (code <= 0 || code > 16) c = absl::StatusCode::kInternal;
+  std::lock_guard<std::mutex> lock(self->mu_);
+  self->RecordError(absl::Status(c, message ? message : "unknown error"));
+}
+
+}  // namespace tf_disc

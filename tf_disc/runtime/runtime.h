@@ -1,0 +1,48 @@
+// The DiscRuntime (disc_abi.h) of one DiscLaunch call, routing allocation,
+// threading and errors through the calling OpKernelContext.
+#ifndef TF_DISC_RUNTIME_RUNTIME_H_
+#define TF_DISC_RUNTIME_RUNTIME_H_
+
+#include <mutex>
+#include <vector>
+
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tf_disc/runtime/disc_abi.h"
+
+namespace tf_disc {
+
+class KernelRuntime {
+ public:
+  explicit KernelRuntime(tensorflow::OpKernelContext* ctx);
+  ~KernelRuntime();  // frees temps the generated code left behind
+  KernelRuntime(const KernelRuntime&) = delete;
+  KernelRuntime& operator=(const KernelRuntime&) = delete;
+
+  // Calls `entry` on `inputs` and checks the ABI contract afterwards (error
+  // reported <=> non-zero return, every output allocated).  Errors end up in
+  // ctx->status(); the returned status is the same.
+  absl::Status Run(DiscEntryFn entry, const std::vector<DiscBuffer>& inputs);
+
+ private:
+  static void* AllocOutput(void* self, int32_t index, int32_t rank,
+                           const int64_t* dims);
+  static void* AllocTemp(void* self, size_t bytes);
+  static void FreeTemp(void* self, void* ptr);
+  static void ParallelFor(void* self, int64_t n, int64_t cost_per_unit,
+                          DiscParallelFn fn, void* closure);
+  static void SetError(void* self, int32_t code, const char* message);
+
+  void RecordError(absl::Status status);
+
+  tensorflow::OpKernelContext* ctx_;
+  tensorflow::Allocator* allocator_;
+  DiscRuntime abi_;
+  std::mutex mu_;  // generated code may call back from parallel_for workers
+  std::vector<void*> temps_;
+  std::vector<bool> allocated_;
+  bool has_error_ = false;
+};
+
+}  // namespace tf_disc
+
+#endif  // TF_DISC_RUNTIME_RUNTIME_H_
