@@ -59,7 +59,7 @@ class Executable:
         self.parallel_calls = 0
 
     def __call__(self, inputs: list[np.ndarray], out_dtypes: list) -> list[np.ndarray]:
-        inputs = [np.ascontiguousarray(x) for x in inputs]
+        inputs = [np.require(np.asarray(x), requirements="C") for x in inputs]
         outputs: dict[int, np.ndarray] = {}
         temps: dict[int, np.ndarray] = {}
         errors: list[tuple[int, str]] = []
