@@ -80,7 +80,7 @@ def build(force=False, verbose=True):
     """Builds the library if stale (or force) and returns its path."""
     cfg = _config()
     cflags, ldflags = _flags(cfg)
-    stamp_path = _OUT + ".stamp"
+    stamp_path = os.path.join(os.path.dirname(_OBJ_DIR), "libblade_disc_tf.stamp")
     digest = _deps_hash(cfg, cflags, ldflags)
     if not force and os.path.exists(_OUT) and os.path.exists(stamp_path):
         with open(stamp_path) as f:
