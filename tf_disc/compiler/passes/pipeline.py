@@ -15,6 +15,7 @@ from .cse import cse
 from .dce import dce
 from .fusion import fuse
 from .outputs import materialize_outputs
+from .sink_broadcasts import sink_broadcasts
 
 log = logging.getLogger("blade_disc_tf.compiler")
 
@@ -24,6 +25,8 @@ PIPELINE: list[tuple[str, Pass]] = [
     ("canonicalize", canonicalize),
     ("cse", cse),
     ("dce", dce),
+    ("sink_broadcasts", sink_broadcasts),
+    ("canonicalize_2", canonicalize),
     ("materialize_outputs", materialize_outputs),
     ("fuse", fuse),
     ("assign_buffers", assign_buffers),
