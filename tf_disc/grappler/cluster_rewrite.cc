@@ -17,6 +17,7 @@
 #include "tensorflow/core/lib/strings/proto_serialization.h"
 #include "tensorflow/core/platform/fingerprint.h"
 #include "tensorflow/core/platform/logging.h"
+#include "tf_disc/ops/cluster_functions.h"
 
 namespace tf_disc {
 
@@ -204,6 +205,11 @@ absl::Status BuildFunction(const tensorflow::GraphDef& body,
   snprintf(hex, sizeof(hex), "%016llx",
            static_cast<unsigned long long>(tensorflow::Fingerprint64(bytes)));
   fdef->mutable_signature()->set_name(kClusterFunctionPrefix + std::string(hex));
+  bytes.clear();
+  if (!tensorflow::SerializeToStringDeterministic(*fdef, &bytes)) {
+    return absl::InternalError("cannot serialize cluster function");
+  }
+  RegisterClusterFunction(fdef->signature().name(), std::move(bytes));
   return absl::OkStatus();
 }
 

@@ -10,7 +10,8 @@
 namespace tf_disc {
 namespace {
 
-using Signature = std::vector<std::pair<int, int>>;  // sorted (switch, port)
+// Sorted (predicate node, predicate port * 2 + Switch output port) pairs.
+using Signature = std::vector<std::pair<int, int>>;
 
 bool IsOp(const tensorflow::NodeDef& n, const char* a, const char* b) {
   return n.op() == a || n.op() == b;
@@ -147,9 +148,21 @@ void ComputeDeadness(const tensorflow::GraphDef& graph, GraphIndex* index) {
       if (e.back_edge) continue;
       if (merge && e.dst_port < 0) continue;  // Merge ignores control deadness
       Signature s = *by_id[index->deadness[e.src]];
-      if (IsSwitch(graph.node(e.src))) {
-        s.emplace_back(e.src, e.src_port);
+      if (IsSwitch(graph.node(e.src)) && e.src_port >= 0) {
+        // Keyed by the predicate tensor, not the Switch node: switches on one
+        // predicate kill the same port together.  (A Switch's control output
+        // is live whenever the Switch ran.)
+        const GraphEdge* pred = nullptr;
+        for (const GraphEdge& in : index->in_edges[e.src]) {
+          if (in.dst_port == 1) pred = &in;
+        }
+        if (pred != nullptr) {
+          s.emplace_back(pred->src, pred->src_port * 2 + e.src_port);
+        } else {
+          s.emplace_back(-1 - e.src, e.src_port);  // malformed: unique key
+        }
         std::sort(s.begin(), s.end());
+        s.erase(std::unique(s.begin(), s.end()), s.end());
       }
       Signature out;
       if (first) {

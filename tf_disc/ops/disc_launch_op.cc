@@ -11,6 +11,7 @@
 #include "tensorflow/core/lib/strings/proto_serialization.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/platform/logging.h"
+#include "tf_disc/ops/cluster_functions.h"
 #include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/fallback.h"
 #include "tf_disc/ops/json.h"
@@ -140,14 +141,17 @@ class DiscLaunchOp : public AsyncOpKernel {
 
   absl::Status BuildRequest(OpKernelContext* ctx, const std::string& key,
                             std::string* request, std::string* fdef) const {
-    auto* lib = ctx->function_library();
-    const tensorflow::FunctionDef* def =
-        lib ? lib->GetFunctionLibraryDefinition()->Find(function_) : nullptr;
-    if (def == nullptr) {
-      return absl::NotFoundError("function " + function_ + " not in library");
-    }
-    if (!tensorflow::SerializeToStringDeterministic(*def, fdef)) {
-      return absl::InternalError("cannot serialize " + function_);
+    // Prefer the body as clustered over the library's Grappler-optimized one.
+    if (!LookupClusterFunction(function_, fdef)) {
+      auto* lib = ctx->function_library();
+      const tensorflow::FunctionDef* def =
+          lib ? lib->GetFunctionLibraryDefinition()->Find(function_) : nullptr;
+      if (def == nullptr) {
+        return absl::NotFoundError("function " + function_ + " not in library");
+      }
+      if (!tensorflow::SerializeToStringDeterministic(*def, fdef)) {
+        return absl::InternalError("cannot serialize " + function_);
+      }
     }
     std::string& r = *request;
     r = "{\"function\": ";
