@@ -311,6 +311,47 @@ def check_control_flow(lib):
     assert sum(c["fallbacks"] for c in stats["clusters"].values()) == 0, stats
 
 
+def check_no_cycle_through_outside_node(lib):
+    lib.setup()
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [None], name="x")
+        y = tf.compat.v1.placeholder(tf.float32, [None], name="y")
+        a = (x * y) + x           # cluster 1: mul, add
+        s = tf.sin(a)             # not clusterable: a -> sin -> b
+        b = a * s                 # a -> b directly too: merging a, b would be a cycle
+        out = (b + x) - s         # cluster 2: mul_1, add_1, sub
+    with tf.compat.v1.Session(graph=g) as sess:
+        xv, yv = rand((5,), 3), rand((5,), 4)
+        r, ops = partition_ops(sess, out, {x: xv, y: yv})
+    av = xv * yv + xv
+    np.testing.assert_allclose(r, av * np.sin(av) + xv - np.sin(av), rtol=1e-5)
+    assert ops.count("DiscLaunch") == 2 and "Sin" in ops, ops
+    assert lib.stats()["optimizer"]["nodes_clustered"] == 5, lib.stats()
+
+
+def check_const_args_in_key(lib):
+    table = {"ops": {"AddV2": {"type_attrs": {"T": [F32]}},
+                     "Reshape": {"type_attrs": {"T": [F32]}, "const_inputs": [1]}}}
+    lib.setup(table=table)
+    f = tf.function(lambda x, shape: tf.reshape(x + x, shape) + 1.0,
+                    input_signature=[tf.TensorSpec([None], tf.float32),
+                                     tf.TensorSpec([2], tf.int32)])
+    x = rand((6,), 1)
+    for shape in ([2, 3], [3, 2], [2, 3]):
+        np.testing.assert_allclose(f(x, shape).numpy(), np.reshape(x + x, shape) + 1,
+                                   rtol=1e-6)
+    c = lib.one_cluster()
+    # The toy compiler cannot build Reshape: each key is asked once, then falls back.
+    # Args: x, shape, the constant 1.0 (Const is not in the table).
+    assert sorted(c["keys"]) == ["1,1,0|1=[2,3]", "1,1,0|1=[3,2]"], c
+    assert len(lib.toy.requests) == 2, lib.toy.requests
+    consts = [[i["value"] for i in r["inputs"] if i["value"] is not None]
+              for r in lib.toy.requests]
+    assert consts == [[[2, 3]], [[3, 2]]], lib.toy.requests
+    assert c["fallbacks"] == 3, c
+
+
 def check_dump_dir(lib):
     d = tempfile.mkdtemp()
     lib.setup({"dump_dir": d})

@@ -5,7 +5,6 @@
 #include <map>
 #include <unordered_set>
 
-#include "absl/synchronization/internal/graphcycles.h"
 #include "tensorflow/core/framework/node_def_util.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/types.h"
@@ -14,9 +13,6 @@
 
 namespace tf_disc {
 namespace {
-
-using GraphCycles = absl::synchronization_internal::GraphCycles;
-using GraphId = absl::synchronization_internal::GraphId;
 
 bool IsCpuDevice(const std::string& device) {
   if (device.empty()) return true;
@@ -46,9 +42,116 @@ int Find(std::vector<int>& parent, int x) {
   return x;
 }
 
-void* Ptr(int cluster) {
-  return reinterpret_cast<void*>(static_cast<uintptr_t>(cluster) + 1);
-}
+// The cluster-level DAG under contraction, with a topological order kept by
+// Pearce-Kelly reordering so that reachability searches only visit the rank
+// window between two clusters (absl's GraphCycles::IsReachable is an
+// unbounded DFS, which made large graphs quadratic).
+class ClusterGraph {
+ public:
+  explicit ClusterGraph(const GraphIndex& index)
+      : succ_(index.in_edges.size()), pred_(index.in_edges.size()),
+        rank_(index.topo_position), mark_(index.in_edges.size(), 0) {
+    for (size_t v = 0; v < index.out_edges.size(); ++v) {
+      for (const GraphEdge& e : index.out_edges[v]) {
+        if (e.back_edge || e.src == e.dst) continue;
+        succ_[e.src].insert(e.dst);
+        pred_[e.dst].insert(e.src);
+      }
+    }
+  }
+
+  // Merges b into a along the edge a -> b unless another path a ~> b exists
+  // (the merged cluster would then sit on a cycle).
+  bool TryContract(int a, int b) {
+    if (ReachesAvoidingDirectEdge(a, b)) return false;
+    std::vector<int> moved_preds;
+    for (int s : succ_[b]) {
+      pred_[s].erase(b);
+      pred_[s].insert(a);
+      succ_[a].insert(s);
+    }
+    for (int p : pred_[b]) {
+      if (p == a) continue;
+      succ_[p].erase(b);
+      succ_[p].insert(a);
+      pred_[a].insert(p);
+      moved_preds.push_back(p);
+    }
+    succ_[a].erase(b);
+    succ_[b].clear();
+    pred_[b].clear();
+    // b's successors rank above b > a; only b's predecessors can now sit
+    // after a in the order.
+    for (int p : moved_preds) {
+      if (rank_[p] > rank_[a]) Reorder(p, a);
+    }
+    return true;
+  }
+
+ private:
+  // DFS from a's successors other than b, within ranks below b's.
+  bool ReachesAvoidingDirectEdge(int a, int b) {
+    ++epoch_;
+    std::vector<int> stack;
+    for (int s : succ_[a]) {
+      if (s != b && rank_[s] < rank_[b]) stack.push_back(s);
+    }
+    while (!stack.empty()) {
+      int v = stack.back();
+      stack.pop_back();
+      if (mark_[v] == epoch_) continue;
+      mark_[v] = epoch_;
+      for (int s : succ_[v]) {
+        if (s == b) return true;
+        if (rank_[s] < rank_[b] && mark_[s] != epoch_) stack.push_back(s);
+      }
+    }
+    return false;
+  }
+
+  // Restores the order after edge x -> y appeared with rank[x] > rank[y]
+  // (Pearce-Kelly): nodes reaching x move before those reachable from y,
+  // reusing their ranks.
+  void Reorder(int x, int y) {
+    const int lo = rank_[y], hi = rank_[x];
+    std::vector<int> forward, backward;
+    Collect(y, /*forward=*/true, lo, hi, &forward);
+    Collect(x, /*forward=*/false, lo, hi, &backward);
+    auto by_rank = [this](int u, int v) { return rank_[u] < rank_[v]; };
+    std::sort(forward.begin(), forward.end(), by_rank);
+    std::sort(backward.begin(), backward.end(), by_rank);
+    std::vector<int> ranks;
+    for (int v : backward) ranks.push_back(rank_[v]);
+    for (int v : forward) ranks.push_back(rank_[v]);
+    std::sort(ranks.begin(), ranks.end());
+    size_t i = 0;
+    for (int v : backward) rank_[v] = ranks[i++];
+    for (int v : forward) rank_[v] = ranks[i++];
+  }
+
+  void Collect(int start, bool forward, int lo, int hi, std::vector<int>* out) {
+    ++epoch_;
+    std::vector<int> stack = {start};
+    mark_[start] = epoch_;
+    while (!stack.empty()) {
+      int v = stack.back();
+      stack.pop_back();
+      out->push_back(v);
+      for (int w : forward ? succ_[v] : pred_[v]) {
+        bool in_window = forward ? rank_[w] < hi : rank_[w] > lo;
+        if (in_window && mark_[w] != epoch_) {
+          mark_[w] = epoch_;
+          stack.push_back(w);
+        }
+      }
+    }
+  }
+
+  std::vector<std::unordered_set<int>> succ_, pred_;
+  std::vector<int> rank_;
+  std::vector<uint32_t> mark_;
+  uint32_t epoch_ = 0;
+};
 
 }  // namespace
 
@@ -81,25 +184,7 @@ std::vector<std::vector<int>> FormClusters(
   std::vector<int> parent(n);
   for (int i = 0; i < n; ++i) parent[i] = i;
 
-  // Cluster-level DAG: our own successor/predecessor sets (to move edges on
-  // contraction) mirrored in GraphCycles (incremental topological order, so
-  // reachability queries stay local).
-  GraphCycles cycles;
-  std::vector<std::unordered_set<int>> succ(n), pred(n);
-  std::vector<GraphId> ids(n);
-  for (int i = 0; i < n; ++i) ids[i] = cycles.GetId(Ptr(i));
-  for (int v = 0; v < n; ++v) {
-    for (const GraphEdge& e : index.out_edges[v]) {
-      if (e.back_edge || e.src == e.dst) continue;
-      if (succ[e.src].insert(e.dst).second) {
-        pred[e.dst].insert(e.src);
-        if (!cycles.InsertEdge(ids[e.src], ids[e.dst])) {
-          LOG(WARNING) << "DiscOptimizer: unexpected cycle; not clustering";
-          return {};
-        }
-      }
-    }
-  }
+  ClusterGraph cluster_graph(index);
 
   auto compatible = [&](int a, int b) {
     const tensorflow::NodeDef& x = graph.node(a);
@@ -114,29 +199,7 @@ std::vector<std::vector<int>> FormClusters(
       if (e.back_edge || clusterable[e.dst] == nullptr) continue;
       int a = Find(parent, e.src), b = Find(parent, e.dst);
       if (a == b || !compatible(e.src, e.dst)) continue;
-      // Contract a -> b only when no other path leads from a to b.
-      cycles.RemoveEdge(ids[a], ids[b]);
-      if (cycles.IsReachable(ids[a], ids[b])) {
-        cycles.InsertEdge(ids[a], ids[b]);
-        continue;
-      }
-      succ[a].erase(b);
-      pred[b].erase(a);
-      for (int s : succ[b]) {
-        pred[s].erase(b);
-        pred[s].insert(a);
-        succ[a].insert(s);
-        cycles.InsertEdge(ids[a], ids[s]);
-      }
-      for (int p : pred[b]) {
-        succ[p].erase(b);
-        succ[p].insert(a);
-        pred[a].insert(p);
-        cycles.InsertEdge(ids[p], ids[a]);
-      }
-      succ[b].clear();
-      pred[b].clear();
-      cycles.RemoveNode(Ptr(b));
+      if (!cluster_graph.TryContract(a, b)) continue;
       parent[b] = a;
     }
   }

@@ -1,5 +1,6 @@
 #include "tf_disc/grappler/disc_optimizer.h"
 
+#include <chrono>
 #include <unordered_set>
 #include <vector>
 
@@ -94,6 +95,7 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
     return NothingToDo("own cluster function");
   }
   RecordGraphSeen();
+  const auto start = std::chrono::steady_clock::now();
   const int min_size =
       min_cluster_size_ > 0 ? min_cluster_size_ : options.min_cluster_size;
   int supported = 0;
@@ -127,7 +129,11 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   for (const auto& c : clusters) nodes += static_cast<int64_t>(c.size());
   RecordGraphRewritten(num_rewritten, nodes);
   VLOG(1) << "DiscOptimizer: " << item.id << ": " << num_rewritten
-          << " cluster(s), " << nodes << " node(s)";
+          << " cluster(s), " << nodes << " node(s) of " << item.graph.node_size()
+          << " in "
+          << std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                           start).count()
+          << " s";
   if (!options.dump_dir.empty()) {
     Dump(options.dump_dir, item.id, "before", item.graph);
     Dump(options.dump_dir, item.id, "after", rewritten);
