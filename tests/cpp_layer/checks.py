@@ -291,6 +291,27 @@ def check_control_flow(lib):
         _, r = tf.while_loop(lambda i, acc: i < 3, body, [tf.constant(0), x])
         return (r + x) * y
 
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)] * 2)
+    def nested_fn(x, y):
+        def outer(i, acc):
+            def inner(j, a):
+                a = (a + y) * y - x
+                a = tf.cond(tf.reduce_sum(a) > 0, lambda: a * y - x, lambda: (a + x) * y)
+                return j + 1, a
+            _, acc = tf.while_loop(lambda j, a: j < 2, inner, [tf.constant(0), acc])
+            return i + 1, (acc - y) * x
+        _, r = tf.while_loop(lambda i, acc: i < 2, outer, [tf.constant(0), x])
+        return r
+
+    def np_nested(x, y):
+        acc = x
+        for _ in range(2):
+            for _ in range(2):
+                acc = (acc + y) * y - x
+                acc = acc * y - x if acc.sum() > 0 else (acc + x) * y
+            acc = (acc - y) * x
+        return acc
+
     def np_cond(x, y):
         a = (x + y) * y
         b = (a - x) * y + a if x.sum() > 0 else (a + x) * x - a
@@ -306,8 +327,9 @@ def check_control_flow(lib):
         x, y = sign * rand((3, 4), 1), rand((3, 4), 2)
         np.testing.assert_allclose(cond_fn(x, y).numpy(), np_cond(x, y), rtol=1e-5)
         np.testing.assert_allclose(loop_fn(x, y).numpy(), np_loop(x, y), rtol=1e-5)
+        np.testing.assert_allclose(nested_fn(x, y).numpy(), np_nested(x, y), rtol=1e-4)
     stats = lib.stats()
-    assert stats["optimizer"]["clusters_created"] >= 3, stats
+    assert stats["optimizer"]["clusters_created"] >= 6, stats
     assert sum(c["fallbacks"] for c in stats["clusters"].values()) == 0, stats
 
 

@@ -90,7 +90,10 @@ class DiscLaunchOp : public AsyncOpKernel {
       Fallback(ctx, std::move(done), o.fallback_reason);
       return;
     }
-    if (!o.triggered_compile) stats_->RecordCacheHit();
+    if (!o.triggered_compile) {
+      stats_->RecordCacheHit();
+      VLOG(1) << "DiscLaunch: " << function_ << ": executable cache hit";
+    }
     RunExecutable(ctx, *o.exe);
     done();
   }
