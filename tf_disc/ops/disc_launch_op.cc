@@ -33,7 +33,9 @@ REGISTER_OP("DiscLaunch")
     .Attr("Tresults: list(type) >= 0")
     .Attr("f: func")
     .Attr("const_args: list(int) = []")
-    .SetIsStateful()  // never constant-folded, CSE'd or pruned by Grappler
+    // Stateful: Grappler must not constant-fold it (that would compile and run
+    // it inside the optimizer), nor dedupe or prune it.
+    .SetIsStateful()
     .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
       for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, c->UnknownShape());
       return absl::OkStatus();
