@@ -56,13 +56,13 @@ def _deps_hash(cfg, cflags, ldflags):
     return h.hexdigest()
 
 
-def _compile(src, obj, cflags, headers_digest):
+def _compile(src, obj, cflags, headers_digest, force):
     """Compiles one unit unless its object matches (flags, source, headers)."""
     h = hashlib.sha256((headers_digest + json.dumps(cflags)).encode())
     with open(src, "rb") as f:
         h.update(f.read())
     key = h.hexdigest()
-    if os.path.exists(obj) and os.path.exists(obj + ".stamp"):
+    if not force and os.path.exists(obj) and os.path.exists(obj + ".stamp"):
         with open(obj + ".stamp") as f:
             if f.read().strip() == key:
                 return obj
@@ -99,7 +99,7 @@ def build(force=False, verbose=True):
         for src in cfg["sources"]:
             obj = os.path.join(_OBJ_DIR, src.replace("/", "_") + ".o")
             futures.append(pool.submit(_compile, os.path.join(_HERE, src), obj,
-                                       cflags, hh.hexdigest()))
+                                       cflags, hh.hexdigest(), force))
         objs = [f.result() for f in futures]
     tmp = _OUT + ".tmp%d" % os.getpid()
     cmd = ["g++", "-shared", "-o", tmp] + objs + ldflags
