@@ -374,6 +374,19 @@ def check_const_args_in_key(lib):
     assert c["fallbacks"] == 3, c
 
 
+def check_unary_composition_expanded(lib):
+    table = {"ops": {op: {"type_attrs": {"T": [F32]}}
+                     for op in ("AddV2", "Mul", "Neg", "Exp", "Tanh")}}
+    lib.setup(table=table)
+    f = tf.function(lambda x, y: tf.tanh(tf.exp(-x)) * y + x,
+                    input_signature=[tf.TensorSpec([None, None], tf.float32)] * 2)
+    x, y = rand((3, 4), 1), rand((3, 4), 2)
+    np.testing.assert_allclose(f(x, y).numpy(), np.tanh(np.exp(-x)) * y + x, rtol=1e-5)
+    c = lib.one_cluster()
+    assert c["compiles"] == 1 and c["fallbacks"] == 0, c
+    assert lib.stats()["optimizer"]["nodes_clustered"] == 5, lib.stats()
+
+
 def check_dump_dir(lib):
     d = tempfile.mkdtemp()
     lib.setup({"dump_dir": d})

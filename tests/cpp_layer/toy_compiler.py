@@ -1,7 +1,7 @@
 """A toy compile callback for testing the C++ layer without the real compiler.
 
 It turns a cluster FunctionDef of same-shape elementwise float ops (AddV2,
-Mul, Sub) into a C file with disc_entry, builds it with gcc and replies with
+Mul, Sub, Neg, Exp, Tanh) into a C file with disc_entry, builds it with gcc and replies with
 its path.  Knobs on the ToyCompiler object make it fail, sleep or count.
 """
 import ctypes
@@ -20,6 +20,7 @@ CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p,
                             ctypes.POINTER(ctypes.c_char), ctypes.c_int64)
 
 _BINARY = {"AddV2": "+", "Mul": "*", "Sub": "-"}
+_UNARY = {"Neg": "(-%s)", "Exp": "expf(%s)", "Tanh": "tanhf(%s)"}
 
 
 def _generate(fdef):
@@ -34,16 +35,19 @@ def _generate(fdef):
         if base in expr:
             return expr[base]
         node = nodes[base]
-        if node.op not in _BINARY:
+        operands = [ref(i) for i in node.input if not i.startswith("^")]
+        if node.op in _UNARY:
+            expr[base] = _UNARY[node.op] % operands[0]
+        elif node.op in _BINARY:
+            expr[base] = "(%s %s %s)" % (operands[0], _BINARY[node.op], operands[1])
+        else:
             raise ValueError("toy compiler: unsupported op " + node.op)
-        a, b = [ref(i) for i in node.input if not i.startswith("^")]
-        expr[base] = "(%s %s %s)" % (a, _BINARY[node.op], b)
         return expr[base]
 
     outs = []
     for out in fdef.signature.output_arg:
         outs.append(ref(fdef.ret[out.name]))
-    lines = ["#include <stdint.h>", "#include <stddef.h>",
+    lines = ["#include <math.h>", "#include <stdint.h>", "#include <stddef.h>",
              '#include "tf_disc/runtime/disc_abi.h"',
              "int32_t disc_abi_version(void) { return DISC_ABI_VERSION; }",
              "typedef struct { const float* in[%d]; float* out[%d]; } Closure;"
@@ -117,7 +121,7 @@ class ToyCompiler:
         with open(c_path, "w") as f:
             f.write(src)
         subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-I", self.repo_root,
-                        c_path, "-o", so_path + ".tmp"], check=True)
+                        c_path, "-o", so_path + ".tmp", "-lm"], check=True)
         os.replace(so_path + ".tmp", so_path)
         self.disk_cache[digest] = so_path
         return {"ok": True, "path": so_path, "compiled": True,

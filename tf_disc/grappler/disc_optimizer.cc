@@ -12,6 +12,7 @@
 #include "tf_disc/grappler/cluster_rewrite.h"
 #include "tf_disc/grappler/clustering.h"
 #include "tf_disc/grappler/control_flow_info.h"
+#include "tf_disc/grappler/defuse.h"
 #include "tf_disc/grappler/support_table.h"
 #include "tf_disc/ops/options.h"
 #include "tf_disc/ops/stats.h"
@@ -99,15 +100,25 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   const int min_size =
       min_cluster_size_ > 0 ? min_cluster_size_ : options.min_cluster_size;
   int supported = 0;
-  for (const auto& node : item.graph.node()) supported += table->HasOp(node.op());
+  for (const auto& node : item.graph.node()) {
+    supported += table->HasOp(node.op()) || IsExpandableFusedOpType(node.op());
+  }
   if (supported < min_size || supported == 0) {
     return NothingToDo("too few supported nodes");
   }
 
+  // Work on a copy only when fused ops must be expanded first.
+  tensorflow::GraphDef expanded;
+  const tensorflow::GraphDef* graph = &item.graph;
+  if (HasExpandableFusedOps(item.graph, *table)) {
+    expanded = item.graph;
+    ExpandFusedOps(*table, &expanded);
+    graph = &expanded;
+  }
   std::vector<const OpSupport*> clusterable =
-      FindClusterableNodes(item.graph, *table, FedNodes(item));
+      FindClusterableNodes(*graph, *table, FedNodes(item));
   GraphIndex index;
-  absl::Status s = BuildGraphIndex(item.graph, &index);
+  absl::Status s = BuildGraphIndex(*graph, &index);
   if (!s.ok()) {
     VLOG(1) << "DiscOptimizer: cannot analyze " << item.id << ": " << s;
     return NothingToDo("graph not analyzable");
