@@ -1,7 +1,7 @@
 """A toy compile callback for testing the C++ layer without the real compiler.
 
 It turns a cluster FunctionDef of same-shape elementwise float ops (AddV2,
-Mul, Sub, Neg, Exp, Tanh) into a C file with disc_entry, builds it with gcc and replies with
+Mul, Sub, Neg, Exp, Tanh, Sigmoid) into a C file with disc_entry, builds it with gcc and replies with
 its path.  Knobs on the ToyCompiler object make it fail, sleep or count.
 """
 import ctypes
@@ -20,7 +20,8 @@ CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p,
                             ctypes.POINTER(ctypes.c_char), ctypes.c_int64)
 
 _BINARY = {"AddV2": "+", "Mul": "*", "Sub": "-"}
-_UNARY = {"Neg": "(-%s)", "Exp": "expf(%s)", "Tanh": "tanhf(%s)"}
+_UNARY = {"Neg": "(-%s)", "Exp": "expf(%s)", "Tanh": "tanhf(%s)",
+          "Sigmoid": "(1.0f / (1.0f + expf(-%s)))"}
 
 
 def _generate(fdef):

@@ -11,12 +11,16 @@
 namespace tf_disc {
 namespace {
 
-constexpr char kUnaryComposition[] = "_UnaryOpsComposition";
+using tensorflow::AttrValue;
+using tensorflow::NodeDef;
 
-// The plain unary node for one step of the chain, if the table takes it.
+constexpr char kUnaryComposition[] = "_UnaryOpsComposition";  // arithmetic opt.
+constexpr char kSwish[] = "_MklSwish";  // remapper (oneDNN): x * sigmoid(x)
+
+// Whether the table takes `op` with type attr T = type.
 bool Supported(const SupportTable& table, const std::string& op,
-               const tensorflow::AttrValue& type) {
-  tensorflow::NodeDef probe;
+               const AttrValue& type) {
+  NodeDef probe;
   probe.set_op(op);
   (*probe.mutable_attr())["T"] = type;
   const tensorflow::OpDef* op_def = nullptr;
@@ -26,22 +30,46 @@ bool Supported(const SupportTable& table, const std::string& op,
   return table.Match(probe, *op_def) != nullptr;
 }
 
-bool Expandable(const tensorflow::NodeDef& node, const SupportTable& table) {
-  if (node.op() != kUnaryComposition) return false;
-  auto names = node.attr().find("op_names");
+// The plain ops a fused node stands for, in application order; empty when it
+// is not expandable.
+std::vector<std::string> PlainOps(const NodeDef& node) {
+  if (node.input_size() < 1) return {};
+  if (node.op() == kUnaryComposition) {
+    auto names = node.attr().find("op_names");
+    if (names == node.attr().end()) return {};
+    return {names->second.list().s().begin(), names->second.list().s().end()};
+  }
+  if (node.op() == kSwish) return {"Sigmoid", "Mul"};
+  return {};
+}
+
+bool Expandable(const NodeDef& node, const SupportTable& table) {
+  if (!IsExpandableFusedOpType(node.op())) return false;
   auto type = node.attr().find("T");
-  if (names == node.attr().end() || type == node.attr().end()) return false;
-  if (names->second.list().s_size() == 0 || node.input_size() < 1) return false;
-  for (const std::string& op : names->second.list().s()) {
+  if (type == node.attr().end()) return false;
+  std::vector<std::string> ops = PlainOps(node);
+  if (ops.empty()) return false;
+  for (const std::string& op : ops) {
     if (!Supported(table, op, type->second)) return false;
   }
   return true;
 }
 
+NodeDef MakeNode(const std::string& name, const std::string& op,
+                 const NodeDef& fused, std::vector<std::string> inputs) {
+  NodeDef n;
+  n.set_name(name);
+  n.set_op(op);
+  n.set_device(fused.device());
+  for (std::string& in : inputs) n.add_input(std::move(in));
+  (*n.mutable_attr())["T"] = fused.attr().at("T");
+  return n;
+}
+
 }  // namespace
 
 bool IsExpandableFusedOpType(const std::string& op) {
-  return op == kUnaryComposition;
+  return op == kUnaryComposition || op == kSwish;
 }
 
 bool HasExpandableFusedOps(const tensorflow::GraphDef& graph,
@@ -55,42 +83,44 @@ bool HasExpandableFusedOps(const tensorflow::GraphDef& graph,
 int ExpandFusedOps(const SupportTable& table, tensorflow::GraphDef* graph) {
   std::unordered_set<std::string> names;
   for (const auto& node : graph->node()) names.insert(node.name());
-  std::vector<tensorflow::NodeDef> added;
+  auto fresh = [&names](std::string name) {
+    while (names.count(name)) name += "_";
+    names.insert(name);
+    return name;
+  };
+  std::vector<NodeDef> added;
   int expanded = 0;
   for (auto& node : *graph->mutable_node()) {
     if (!Expandable(node, table)) continue;
-    const auto& ops = node.attr().at("op_names").list().s();
-    const tensorflow::AttrValue type = node.attr().at("T");
-    std::string input = node.input(0);
+    const std::string x = node.input(0);
     std::vector<std::string> controls(node.input().begin() + 1,
                                       node.input().end());
-    // Steps 0..n-2 get fresh names; the last step replaces the fused node.
-    for (int i = 0; i + 1 < ops.size(); ++i) {
-      tensorflow::NodeDef step;
-      std::string name = node.name() + "/disc_unary_" + std::to_string(i);
-      while (names.count(name)) name += "_";
-      names.insert(name);
-      step.set_name(name);
-      step.set_op(ops[i]);
-      step.set_device(node.device());
-      step.add_input(input);
-      if (i == 0) {
-        for (const std::string& c : controls) step.add_input(c);
+    std::vector<std::string> ops = PlainOps(node);
+    std::vector<NodeDef> chain;
+    if (node.op() == kSwish) {
+      std::string sig = fresh(node.name() + "/disc_sigmoid");
+      std::vector<std::string> in = {x};
+      in.insert(in.end(), controls.begin(), controls.end());
+      chain.push_back(MakeNode(sig, "Sigmoid", node, in));
+      chain.push_back(MakeNode(node.name(), "Mul", node, {x, sig}));
+    } else {
+      // Unary chain; the first step carries the control inputs.
+      std::string input = x;
+      for (size_t i = 0; i < ops.size(); ++i) {
+        bool last = i + 1 == ops.size();
+        std::string name = last ? node.name()
+                                : fresh(node.name() + "/disc_unary_" +
+                                        std::to_string(i));
+        std::vector<std::string> in = {input};
+        if (i == 0) in.insert(in.end(), controls.begin(), controls.end());
+        chain.push_back(MakeNode(name, ops[i], node, in));
+        input = name;
       }
-      (*step.mutable_attr())["T"] = type;
-      input = name;
-      added.push_back(std::move(step));
     }
-    tensorflow::NodeDef last;
-    last.set_name(node.name());
-    last.set_op(ops[ops.size() - 1]);
-    last.set_device(node.device());
-    last.add_input(input);
-    if (ops.size() == 1) {
-      for (const std::string& c : controls) last.add_input(c);
-    }
-    (*last.mutable_attr())["T"] = type;
-    node = std::move(last);
+    // The last node keeps the fused node's name and slot in the graph.
+    node = std::move(chain.back());
+    chain.pop_back();
+    for (auto& n : chain) added.push_back(std::move(n));
     ++expanded;
   }
   for (auto& n : added) *graph->add_node() = std::move(n);
