@@ -390,6 +390,26 @@ def check_fused_ops_expanded(lib):
     assert lib.stats()["optimizer"]["nodes_clustered"] == 7, lib.stats()
 
 
+def check_multi_output_node_fetched(lib):
+    table = {"ops": {"AddV2": {"type_attrs": {"T": [F32]}},
+                     "Split": {"type_attrs": {"T": [F32]}, "const_inputs": [0]},
+                     "Mul": {"type_attrs": {"T": [F32]}}}}
+    lib.setup(table=table)
+    lib.toy.fail = True  # the toy cannot do Split: exercise the TF fallback
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [None, None], name="x")
+        a, b = tf.split(x + x, 2, axis=1, name="split")
+        out = a * b
+    with tf.compat.v1.Session(graph=g) as sess:
+        xv = rand((3, 4), 1)
+        (ra, rb, ro), ops = partition_ops(sess, ["split:0", "split:1", out], {x: xv})
+    assert "DiscLaunch" in ops and "IdentityN" in ops, ops
+    np.testing.assert_allclose(ra, 2 * xv[:, :2], rtol=1e-6)
+    np.testing.assert_allclose(rb, 2 * xv[:, 2:], rtol=1e-6)
+    np.testing.assert_allclose(ro, 4 * xv[:, :2] * xv[:, 2:], rtol=1e-6)
+
+
 def check_dump_dir(lib):
     d = tempfile.mkdtemp()
     lib.setup({"dump_dir": d})

@@ -75,8 +75,12 @@ class DiscLaunchOp : public AsyncOpKernel {
     // A waiting caller resumes on the compile/timeout thread: hop back onto
     // the device's worker threads before doing real work.
     auto cont = [this, ctx, done](const CacheOutcome& o) {
-      auto* workers = ctx->device()->tensorflow_cpu_worker_threads()->workers;
-      workers->Schedule([this, ctx, done, o]() mutable {
+      auto* threads = ctx->device()->tensorflow_cpu_worker_threads();
+      if (threads == nullptr || threads->workers == nullptr) {
+        Continue(ctx, done, o);  // no pool (unexpected on CPU): run here
+        return;
+      }
+      threads->workers->Schedule([this, ctx, done, o]() mutable {
         Continue(ctx, std::move(done), o);
       });
     };
