@@ -1,7 +1,7 @@
 """Plugin hook for ../shared/disc_tf_ops/run.py (the BladeDISC TF op suite).
 
 Forces clustering (minimum cluster size 1, so single ops compile) and turns off
-Grappler's constant folding so that ops fed by constants reach the compiler
+Grappler's constant folding and its small-graph skip so that ops fed by constants reach the compiler
 instead of being folded away by TF.  After each case, plugin_stats() reports
 whether a DiscLaunch really ran compiled code; a case served only by the TF
 fallback (or never clustered) is reported as not compiled, with the reason."""
@@ -15,7 +15,9 @@ def enable_plugin(config):
 
     disc.enable(min_cluster_size=1)
     config = disc.session_config(config, min_cluster_size=1)
-    config.graph_options.rewrite_options.constant_folding = rewriter_config_pb2.RewriterConfig.OFF
+    rewrite = config.graph_options.rewrite_options
+    rewrite.constant_folding = rewriter_config_pb2.RewriterConfig.OFF
+    rewrite.min_graph_nodes = -1   # Grappler skips graphs under 4 nodes otherwise
     disc.reset_stats()
     return config
 

@@ -18,7 +18,10 @@ def _node_ops(graph_defs: Iterable) -> List[str]:
 
 
 def tf2_executed_ops(call: Callable[[], object]) -> List[str]:
-    """Op types of the post-optimization graphs of the functions `call` ran."""
+    """Op types of the post-optimization graphs of the functions `call` ran.
+
+    TF records a function's graphs when it instantiates (and optimizes) it, so
+    `call` must be the function's first call."""
     ctx = context.context()
     ctx.enable_run_metadata()
     try:
