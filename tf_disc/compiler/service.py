@@ -69,5 +69,6 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         log.debug("compiler crashed:\n%s", traceback.format_exc())
         reason = f"internal compiler error: {type(e).__name__}: {e}"
     reason = " ".join(reason.split())[:1000]
-    log.warning("cluster %s not compiled: %s", request.get("function"), reason)
+    # INFO, not WARNING: the caller (the compile bridge) logs the one warning line.
+    log.info("cluster %s not compiled: %s", request.get("function"), reason)
     return {"ok": False, "error": reason}

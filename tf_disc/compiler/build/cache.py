@@ -1,18 +1,36 @@
 """Disk cache of compiled libraries.
 
 key = sha256(source, full command template, compiler identity, our version).
-Files live in cache_dir (mode 0700) as <key>.so.  A build writes a temp file
-and os.rename()s it into place (a loaded .so is never overwritten), under a
-per-key fcntl lock so concurrent processes compile once.
+Files live in cache_dir (mode 0700) as <key>.so, each with a sidecar
+<key>.so.sha256 holding the sha256 of the library's bytes (the index entry).
+A build writes temp files and os.rename()s them into place (a loaded .so is
+never overwritten), under a per-key fcntl lock so concurrent processes
+compile once.
+
+Trust: a library is only returned (and so dlopen'ed) when
+  - the cache directory is a real directory owned by this uid with no group or
+    other write bits (a user-given cache_dir is held to the same rule),
+  - the .so and its sidecar are regular files owned by this uid with no group
+    or other write bits, and
+  - the .so's sha256 equals its sidecar.
+Otherwise the entry is refused (logged with the reason) and rebuilt.  When the
+cache directory cannot be trusted or written (read-only, full, someone else's),
+libraries are built in a private 0700 temp directory of this process instead.
 """
 from __future__ import annotations
 
+import atexit
+import errno
 import fcntl
 import hashlib
 import logging
 import os
+import shutil
+import signal
+import stat
 import subprocess
 import tempfile
+import threading
 import time
 
 from .. import __version__
@@ -20,6 +38,10 @@ from ..errors import CompileError
 from .command import compile_command, compiler_identity
 
 log = logging.getLogger("blade_disc_tf.compiler")
+
+_private_lock = threading.Lock()
+_private_dir: str | None = None
+_warned: set = set()
 
 
 def cache_key(source: str, cxx: str, extra: tuple) -> str:
@@ -31,47 +53,192 @@ def cache_key(source: str, cxx: str, extra: tuple) -> str:
     return h.hexdigest()
 
 
-def build(source: str, cache_dir: str, cxx: str, extra: tuple, forbid_compile: bool,
-          timeout_s: float, log_path: str | None = None) -> tuple[str, bool, str]:
-    """Returns (library path, compiled?, key)."""
-    key = cache_key(source, cxx, extra)
-    os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-    path = os.path.join(cache_dir, f"{key}.so")
-    if os.path.exists(path):
-        return path, False, key
-    lock_path = os.path.join(cache_dir, f"{key}.lock")
-    with open(lock_path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(path):  # another process built it meanwhile
-            return path, False, key
-        if forbid_compile:
-            raise CompileError(f"compile forbidden (forbid_compile) and {key[:12]} not cached")
-        fd, src_path = tempfile.mkstemp(suffix=".cc", dir=cache_dir, prefix=f".{key[:16]}-")
+def _warn_once(msg: str) -> None:
+    if msg not in _warned:
+        _warned.add(msg)
+        log.warning("%s", msg)
+
+
+def untrusted_reason(path: str, want_dir: bool) -> str | None:
+    """Why `path` must not be trusted, or None when it is ours and safe."""
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        return f"cannot stat {path}: {e.strerror}"
+    if want_dir and not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a directory"
+    if not want_dir and not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file"
+    if st.st_uid != os.getuid():
+        return f"{path} is owned by uid {st.st_uid}, not {os.getuid()}"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_entry(path: str) -> str | None:
+    """None when <path> (a cached .so) may be loaded, else why not."""
+    sidecar = path + ".sha256"
+    for p in (path, sidecar):
+        reason = untrusted_reason(p, want_dir=False)
+        if reason:
+            return reason
+    try:
+        with open(sidecar) as f:
+            want = f.read().strip()
+        got = file_sha256(path)
+    except OSError as e:
+        return f"cannot read {path}: {e.strerror}"
+    if got != want:
+        return f"{path}: sha256 {got[:12]} does not match its index entry {want[:12]}"
+    return None
+
+
+def private_dir() -> str:
+    """This process's own 0700 temp directory (removed at exit)."""
+    global _private_dir
+    with _private_lock:
+        if _private_dir is None or not os.path.isdir(_private_dir):
+            _private_dir = tempfile.mkdtemp(prefix=f"blade_disc_tf-{os.getuid()}-")
+            atexit.register(shutil.rmtree, _private_dir, True)
+        return _private_dir
+
+
+def usable_cache_dir(cache_dir: str) -> tuple[str, str | None]:
+    """(directory to use, reason it is not cache_dir or None)."""
+    try:
+        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+    except OSError as e:
+        return private_dir(), f"cannot create cache dir {cache_dir}: {e.strerror}"
+    reason = untrusted_reason(cache_dir, want_dir=True)
+    if reason:
+        return private_dir(), f"untrusted cache dir: {reason}"
+    return cache_dir, None
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _run_compiler(cmd: list, timeout_s: float) -> subprocess.CompletedProcess:
+    """Runs the compiler in its own process group so that a timeout kills the
+    driver and everything it started (cc1plus, as, ld)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        proc.communicate()
+        raise
+    except BaseException:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _compile_into(directory: str, key: str, source: str, cxx: str, extra: tuple,
+                  timeout_s: float, log_path: str | None) -> str:
+    path = os.path.join(directory, f"{key}.so")
+    fd, src_path = tempfile.mkstemp(suffix=".cc", dir=directory, prefix=f".{key[:16]}-")
+    tmp_so = src_path[:-3] + ".so"
+    try:
         with os.fdopen(fd, "w") as f:
             f.write(source)
-        tmp_so = src_path[:-3] + ".so"
         cmd = compile_command(cxx, src_path, tmp_so, extra)
         t0 = time.monotonic()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+            proc = _run_compiler(cmd, timeout_s)
         except subprocess.TimeoutExpired:
-            raise CompileError(f"C++ compiler timed out after {timeout_s}s") from None
+            raise CompileError(f"C++ compiler timed out after {timeout_s:g}s") from None
         except OSError as e:
-            raise CompileError(f"cannot run C++ compiler {cxx!r}: {e}") from None
-        finally:
-            os.unlink(src_path)
+            raise CompileError(f"cannot run C++ compiler {cxx!r}: {e.strerror or e}") from None
         text = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}exit {proc.returncode} " \
                f"in {time.monotonic() - t0:.2f}s\n"
         if log_path:
             with open(log_path, "w") as f:
                 f.write(text)
         if proc.returncode != 0:
-            if os.path.exists(tmp_so):
-                os.unlink(tmp_so)
             first = next((ln for ln in proc.stderr.splitlines() if "error" in ln),
                          proc.stderr.strip()[:200])
             raise CompileError(f"C++ compile failed: {first}")
         os.chmod(tmp_so, 0o700)
+        digest = file_sha256(tmp_so)
+        sfd, tmp_sidecar = tempfile.mkstemp(suffix=".sha256", dir=directory,
+                                            prefix=f".{key[:16]}-")
+        with os.fdopen(sfd, "w") as f:
+            f.write(digest + "\n")
+        os.chmod(tmp_sidecar, 0o600)
+        # Sidecar first: a .so without a matching sidecar is never trusted.
+        os.rename(tmp_sidecar, path + ".sha256")
         os.rename(tmp_so, path)
         log.info("compiled %s in %.2fs", path, time.monotonic() - t0)
-        return path, True, key
+        return path
+    finally:
+        _remove(src_path)
+        _remove(tmp_so)
+
+
+def _build_in(directory: str, key: str, source: str, cxx: str, extra: tuple,
+              forbid_compile: bool, timeout_s: float,
+              log_path: str | None) -> tuple[str, bool]:
+    path = os.path.join(directory, f"{key}.so")
+    if os.path.lexists(path):
+        bad = verify_entry(path)
+        if bad is None:
+            return path, False
+        _warn_once(f"blade_disc_tf: refusing cached library ({bad}); rebuilding")
+    lock_path = os.path.join(directory, f"{key}.lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "r+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.lexists(path):  # another process built (or re-built) it meanwhile
+            if verify_entry(path) is None:
+                return path, False
+            _remove(path)
+            _remove(path + ".sha256")
+        if forbid_compile:
+            raise CompileError(f"compile forbidden (forbid_compile) and {key[:12]} not cached")
+        return _compile_into(directory, key, source, cxx, extra, timeout_s, log_path), True
+
+
+def build(source: str, cache_dir: str, cxx: str, extra: tuple, forbid_compile: bool,
+          timeout_s: float, log_path: str | None = None) -> tuple[str, bool, str]:
+    """Returns (library path, compiled?, key)."""
+    key = cache_key(source, cxx, extra)
+    directory, why = usable_cache_dir(cache_dir)
+    if why is None:
+        try:
+            path, compiled = _build_in(directory, key, source, cxx, extra, forbid_compile,
+                                       timeout_s, log_path)
+            return path, compiled, key
+        except OSError as e:
+            # Read-only or full cache dir: retry in this process's own dir.
+            why = f"cannot write cache dir {cache_dir}: {e.strerror or e}"
+    _warn_once(f"blade_disc_tf: {why}; using private dir {private_dir()} instead")
+    try:
+        path, compiled = _build_in(private_dir(), key, source, cxx, extra, forbid_compile,
+                                   timeout_s, log_path)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            raise CompileError(f"no space left for the compiled library: {e}") from None
+        raise CompileError(f"cannot write compiled library: {e}") from None
+    return path, compiled, key
