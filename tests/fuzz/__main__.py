@@ -18,7 +18,12 @@ def main(argv=None) -> int:
     p.add_argument("--max-steps", type=int, default=8)
     p.add_argument("--cache-dir", default=None)
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--subnormals", action="store_true",
+                   help="also feed subnormal floats (known differences, see generator.py)")
     args = p.parse_args(argv)
+    if args.subnormals:
+        from .generator import use_subnormals
+        use_subnormals()
     from .runner import ILL_CONDITIONED, run_cases, total_fallbacks
 
     t0 = time.monotonic()

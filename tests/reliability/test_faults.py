@@ -35,7 +35,10 @@ def test_compile_timeout_kills_compiler_and_falls_back(disc, tmp_path):
     disc.set_options(cxx=cxx, compile_timeout_s=1.0)
     f = softplus_fn()
     t0 = time.monotonic()
-    check_against_tf(f)
+    try:
+        check_against_tf(f)
+    finally:
+        disc.set_options(cxx="c++", compile_timeout_s=600.0)
     assert time.monotonic() - t0 < 20
     (reason,) = reasons(disc.stats())
     assert "timed out after 1" in reason, reason
@@ -185,3 +188,26 @@ def tf_fn_other():
     import tensorflow as tf
     return tf.function(lambda x, y: tf.tanh(x) * y + tf.abs(y),
                        input_signature=[tf.TensorSpec([None, None], tf.float32)] * 2)
+
+
+def test_compiler_hanging_everywhere_honours_timeout(disc, tmp_path):
+    """Even the `c++ --version` probe (part of the cache key) is bounded by
+    compile_timeout_s, so the compile thread is free again within seconds."""
+    path = tmp_path / "hang-c++"
+    path.write_text("#!/bin/sh\nexec sleep 60\n")
+    path.chmod(0o755)
+    disc.set_options(cxx=str(path), compile_timeout_s=1.0)
+    try:
+        f = softplus_fn()
+        t0 = time.monotonic()
+        check_against_tf(f)
+        (reason,) = reasons(disc.stats())
+        assert "timed out" in reason, reason
+    finally:
+        disc.set_options(cxx="c++", compile_timeout_s=600.0)
+    disc.reset_stats()
+    g = tf_fn_other()
+    check_against_tf(g)
+    assert time.monotonic() - t0 < 15
+    s = disc.stats()
+    assert counter(s, "compiles") + counter(s, "disk_cache_hits") == 1, s

@@ -44,10 +44,10 @@ _private_dir: str | None = None
 _warned: set = set()
 
 
-def cache_key(source: str, cxx: str, extra: tuple) -> str:
+def cache_key(source: str, cxx: str, extra: tuple, timeout_s: float = 30.0) -> str:
     h = hashlib.sha256()
     for part in (source, " ".join(compile_command(cxx, "SRC", "OUT", extra)),
-                 compiler_identity(cxx), __version__):
+                 compiler_identity(cxx, timeout_s), __version__):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -223,7 +223,7 @@ def _build_in(directory: str, key: str, source: str, cxx: str, extra: tuple,
 def build(source: str, cache_dir: str, cxx: str, extra: tuple, forbid_compile: bool,
           timeout_s: float, log_path: str | None = None) -> tuple[str, bool, str]:
     """Returns (library path, compiled?, key)."""
-    key = cache_key(source, cxx, extra)
+    key = cache_key(source, cxx, extra, timeout_s)
     directory, why = usable_cache_dir(cache_dir)
     if why is None:
         try:

@@ -34,13 +34,18 @@ def compile_command(cxx: str, src: str, out: str, extra: tuple = ()) -> list[str
     return [cxx, *BASE_FLAGS, *extra, "-I", include_dir(), src, "-o", out]
 
 
-@functools.lru_cache(maxsize=8)
-def compiler_identity(cxx: str) -> str:
+def compiler_identity(cxx: str, timeout_s: float = 30.0) -> str:
     """`cxx --version` first line plus a hash of this CPU's flags (because of
-    -march=native); part of the cache key."""
+    -march=native); part of the cache key.  The probe honours the compile
+    timeout too (at most 30 s)."""
+    return _identity(cxx, min(30.0, max(0.1, float(timeout_s))))
+
+
+@functools.lru_cache(maxsize=8)
+def _identity(cxx: str, timeout_s: float) -> str:
     try:
         ver = subprocess.run([cxx, "--version"], capture_output=True, text=True,
-                             timeout=30).stdout.splitlines()[0]
+                             stdin=subprocess.DEVNULL, timeout=timeout_s).stdout.splitlines()[0]
     except (OSError, IndexError, subprocess.SubprocessError) as e:
         ver = f"unknown ({e})"
     cpu = ""
