@@ -151,3 +151,36 @@ def test_hostile_node_names_are_escaped(tmp_path, start):
     if "{" not in select:
         assert f"node '{select}', op Select" in e.value.message, (select, e.value.message)
     assert "op Select" in e.value.message
+
+
+def test_tf1_graph_with_odd_node_names(disc):
+    """TF itself refuses quotes, newlines, backslashes, `*` and `?` in node
+    names (Python and the C++ session both check), so through a TF1 graph the
+    most hostile names are those of its own alphabet: `.`, `-`, `/`, `_`.
+    The compile must succeed, results match, and errors name the node."""
+    rng = np.random.default_rng(6)
+    alphabet = list("._-/") + list("aZ09")
+    names = []
+    for i in range(4):
+        tail = "".join(rng.choice(alphabet, size=8))
+        names.append(f"n{i}{tail}".replace("//", "/").rstrip("/>"))
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, shape=[None, None], name="x.-_-")
+        y = tf.compat.v1.placeholder(tf.float32, shape=[None, None], name=".y/.")
+        a = tf.raw_ops.Exp(x=x, name=names[0])
+        b = tf.raw_ops.Mul(x=a, y=y, name=names[1])
+        c = tf.raw_ops.Sub(x=b, y=x, name=names[2])
+        out = tf.raw_ops.Tanh(x=c, name=names[3])
+    with tf.compat.v1.Session(graph=g, config=disc.session_config(min_cluster_size=2)) as s:
+        for shape in [(2, 3), (0, 4), (1, 1)]:
+            xv = rng.standard_normal(shape).astype(np.float32)
+            yv = rng.standard_normal(shape).astype(np.float32)
+            np.testing.assert_allclose(s.run(out, {x: xv, y: yv}),
+                                       np.tanh(np.exp(xv) * yv - xv), rtol=1e-5, atol=1e-6)
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            s.run(out, {x: np.ones((2, 3), np.float32), y: np.ones((3, 2), np.float32)})
+    assert "Incompatible shapes" in e.value.message
+    stats = disc.stats()
+    assert counter(stats, "compiles") == 1, stats
+    assert counter(stats, "fallbacks") == 0, reasons(stats)
