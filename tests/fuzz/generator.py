@@ -35,8 +35,10 @@ INT_ENUMS = {3, 9}     # int32, int64
 BOOL_ENUM = 10
 SPECIAL_FLOATS = [np.nan, np.inf, -np.inf, 0.0, 1e30, -1e-30, 88.0, -100.0, 0.5]
 # Off by default, `python -m tests.fuzz --subnormals` turns them on:
-# - subnormals: TF's CPU kernels flush them in some ops (Eigen packet math
-#   under DAZ) and not in others; we differ on Log/Pow/Atan2 (known, reported);
+# - subnormals: TF's own answer depends on where the element sits (Eigen
+#   packet math runs under DAZ, its scalar tail calls libm: TF's float Log of
+#   1e-45 is -inf in a 64-element tensor, -103.97 in a 4-element one); we
+#   differ from one or the other on Log/Pow/Atan2 (reported);
 # - -0.0: TF's own sign of zero depends on the element's position (Relu(-0.0)
 #   is -0.0 in Eigen's scalar tail, +0.0 inside a SIMD packet), visible
 #   through Reciprocal/Div as -inf vs +inf.
