@@ -98,8 +98,10 @@ def build(force=False, verbose=True):
         futures = []
         for src in cfg["sources"]:
             obj = os.path.join(_OBJ_DIR, src.replace("/", "_") + ".o")
+            # Per-source flags (sources.json "source_cflags") come last.
+            flags = cflags + cfg.get("source_cflags", {}).get(src, [])
             futures.append(pool.submit(_compile, os.path.join(_HERE, src), obj,
-                                       cflags, hh.hexdigest(), force))
+                                       flags, hh.hexdigest(), force))
         objs = [f.result() for f in futures]
     tmp = _OUT + ".tmp%d" % os.getpid()
     cmd = ["g++", "-shared", "-o", tmp] + objs + ldflags

@@ -23,12 +23,56 @@ FreeTemp = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 ParallelFor = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                                ParallelFn, ctypes.c_void_p)
 SetError = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p)
+_I64 = ctypes.c_int64
+Gemm = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                        ctypes.c_int32, _I64, _I64, _I64, _I64, ctypes.c_void_p, _I64, _I64,
+                        ctypes.c_void_p, _I64, _I64, ctypes.c_void_p, _I64, _I64)
+ABI_VERSION = 2
 
 
 class DiscRuntime(ctypes.Structure):
     _fields_ = [("ctx", ctypes.c_void_p), ("alloc_output", AllocOutput),
                 ("alloc_temp", AllocTemp), ("free_temp", FreeTemp),
-                ("parallel_for", ParallelFor), ("set_error", SetError)]
+                ("parallel_for", ParallelFor), ("set_error", SetError),
+                ("gemm", Gemm)]
+
+
+_GEMM_DTYPES = {1: np.float32, 2: np.float64}
+
+
+def _strided(ptr: int, dt, shape: tuple, strides: tuple) -> np.ndarray:
+    """A numpy view of raw memory (element strides); None-safe for empty."""
+    if any(d == 0 for d in shape):
+        return np.zeros(shape, dt)
+    span = 1 + sum((d - 1) * s for d, s in zip(shape, strides))
+    base = np.ctypeslib.as_array((ctypes.c_uint8 * (span * np.dtype(dt).itemsize))
+                                 .from_address(ptr)).view(dt)
+    isz = np.dtype(dt).itemsize
+    return np.lib.stride_tricks.as_strided(base, shape, tuple(s * isz for s in strides))
+
+
+def reference_gemm(calls: list, errors: list):
+    """rt->gemm in numpy (float64 accumulation), recording each call's sizes."""
+    def gemm(ctx, dtype, ta, tb, batch, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc):
+        calls.append(dict(dtype=dtype, trans_a=ta, trans_b=tb, batch=batch, m=m, n=n, k=k,
+                          lda=lda, ldb=ldb, ldc=ldc, stride_a=sa, stride_b=sb, stride_c=sc))
+        dt = _GEMM_DTYPES.get(dtype)
+        if dt is None or min(batch, m, n, k) < 0:
+            errors.append((13, f"gemm: unsupported dtype {dtype}"))
+            return 1
+        if batch == 0 or m == 0 or n == 0:
+            return 0
+        out = _strided(c, dt, (batch, m, n), (sc, ldc, 1))
+        if k == 0:
+            out[...] = 0
+            return 0
+        av = _strided(a, dt, (batch, k, m) if ta else (batch, m, k), (sa, lda, 1))
+        bv = _strided(b, dt, (batch, n, k) if tb else (batch, k, n), (sb, ldb, 1))
+        av = av.transpose(0, 2, 1) if ta else av
+        bv = bv.transpose(0, 2, 1) if tb else bv
+        out[...] = np.matmul(av.astype(np.float64), bv.astype(np.float64)).astype(dt)
+        return 0
+    return gemm
 
 
 class DiscError(Exception):
@@ -55,8 +99,9 @@ class Executable:
         self.lib = _LIBS[path]
         self.lib.disc_abi_version.restype = ctypes.c_int32
         self.lib.disc_entry.restype = ctypes.c_int32
-        assert self.lib.disc_abi_version() == 1
+        assert self.lib.disc_abi_version() == ABI_VERSION
         self.parallel_calls = 0
+        self.gemm_calls: list[dict] = []
 
     def __call__(self, inputs: list[np.ndarray], out_dtypes: list) -> list[np.ndarray]:
         inputs = [np.require(np.asarray(x), requirements="C") for x in inputs]
@@ -92,8 +137,10 @@ class Executable:
         def set_error(ctx, code, msg):
             errors.append((code, msg.decode()))
 
+        self.gemm_calls = []
         rt = DiscRuntime(None, AllocOutput(alloc_output), AllocTemp(alloc_temp),
-                         FreeTemp(free_temp), ParallelFor(parallel_for), SetError(set_error))
+                         FreeTemp(free_temp), ParallelFor(parallel_for), SetError(set_error),
+                         Gemm(reference_gemm(self.gemm_calls, errors)))
         bufs = (DiscBuffer * max(len(inputs), 1))()
         for i, x in enumerate(inputs):
             bufs[i].data = x.ctypes.data if x.size else None

@@ -96,6 +96,29 @@ def test_cast_all_pairs(compiler, src):
     COVERED.add("Cast")
 
 
+@pytest.mark.parametrize("enum", [1, 2])
+def test_matmul_family(compiler, enum):
+    """MatMul/BatchMatMul(V2,V3)/Einsum (test_matmul.py has the shape cases)."""
+    dtype = DTYPES[enum]
+
+    def fn(a, b, c):
+        return [tf.raw_ops.MatMul(a=a, b=b, transpose_b=False),
+                tf.raw_ops.BatchMatMul(x=c, y=c, adj_y=True),
+                tf.raw_ops.BatchMatMulV2(x=c, y=b),
+                tf.raw_ops.BatchMatMulV3(x=c, y=b, Tout=dtype),
+                tf.raw_ops.Einsum(inputs=[c, b], equation="abc,cd->abd")]
+    fn.__name__ = f"matmul_{enum}"
+    rng = np.random.default_rng(enum)
+    np_dt = dtype.as_numpy_dtype
+    specs = [tf.TensorSpec([None, None], dtype)] * 2 + [tf.TensorSpec([None] * 3, dtype)]
+    for m, k, n, bsz in [(3, 4, 4, 2), (1, 1, 1, 1), (0, 2, 2, 3), (5, 0, 0, 0)]:
+        xs = [rng.standard_normal(s).astype(np_dt) for s in ((m, k), (k, n), (bsz, m, k))]
+        got, want = _run_group(compiler, fn, specs, xs)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    COVERED.update(["MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum"])
+
+
 def test_every_op_is_walked():
     """Runs last in this module: every registry op is covered by some test
     here or in test_ops_special.py."""

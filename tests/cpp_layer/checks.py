@@ -449,7 +449,7 @@ def check_abi_mismatch_falls_back(lib):
     np.testing.assert_allclose(f(x, y).numpy(), ref(x, y), rtol=1e-6)
     reasons = lib.one_cluster()["fallback_reasons"]
     assert list(reasons) == ["load failed: ABI version mismatch: library has 99, "
-                             "runtime expects 1"], reasons
+                             "runtime expects 2"], reasons
 
 
 CHECKS = {name[len("check_"):]: fn for name, fn in sorted(globals().items())

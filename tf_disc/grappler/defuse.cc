@@ -1,5 +1,6 @@
 #include "tf_disc/grappler/defuse.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -16,6 +17,18 @@ using tensorflow::NodeDef;
 
 constexpr char kUnaryComposition[] = "_UnaryOpsComposition";  // arithmetic opt.
 constexpr char kSwish[] = "_MklSwish";  // remapper (oneDNN): x * sigmoid(x)
+// remapper: MatMul + BiasAdd [+ Add] [+ activation]; inputs a, b, args...
+constexpr char kFusedMatMul[] = "_FusedMatMul";
+
+// _FusedMatMul fused_ops entries -> plain op (empty: not expandable).
+std::string FusedMatMulStep(const std::string& step) {
+  if (step == "BiasAdd" || step == "Relu" || step == "Relu6" || step == "Elu" ||
+      step == "LeakyRelu" || step == "Tanh" || step == "Sigmoid") {
+    return step;
+  }
+  if (step == "Add" || step == "AddV2") return "AddV2";
+  return "";  // GeluApproximate/GeluExact, ...: several ops, left fused
+}
 
 // Whether the table takes `op` with type attr T = type.
 bool Supported(const SupportTable& table, const std::string& op,
@@ -40,6 +53,23 @@ std::vector<std::string> PlainOps(const NodeDef& node) {
     return {names->second.list().s().begin(), names->second.list().s().end()};
   }
   if (node.op() == kSwish) return {"Sigmoid", "Mul"};
+  if (node.op() == kFusedMatMul) {
+    auto fused = node.attr().find("fused_ops");
+    auto num_args = node.attr().find("num_args");
+    if (fused == node.attr().end() || num_args == node.attr().end()) return {};
+    const auto& steps = fused->second.list().s();
+    if (steps.empty() || steps[0] != "BiasAdd") return {};
+    std::vector<std::string> ops = {"MatMul"};
+    int args = 0;
+    for (const std::string& step : steps) {
+      std::string op = FusedMatMulStep(step);
+      if (op.empty()) return {};
+      args += (op == "BiasAdd" || op == "AddV2");
+      ops.push_back(op);
+    }
+    if (args != num_args->second.i() || node.input_size() < 2 + args) return {};
+    return ops;
+  }
   return {};
 }
 
@@ -69,7 +99,7 @@ NodeDef MakeNode(const std::string& name, const std::string& op,
 }  // namespace
 
 bool IsExpandableFusedOpType(const std::string& op) {
-  return op == kUnaryComposition || op == kSwish;
+  return op == kUnaryComposition || op == kSwish || op == kFusedMatMul;
 }
 
 bool HasExpandableFusedOps(const tensorflow::GraphDef& graph,
@@ -97,7 +127,36 @@ int ExpandFusedOps(const SupportTable& table, tensorflow::GraphDef* graph) {
                                       node.input().end());
     std::vector<std::string> ops = PlainOps(node);
     std::vector<NodeDef> chain;
-    if (node.op() == kSwish) {
+    if (node.op() == kFusedMatMul) {
+      // MatMul(a, b) then BiasAdd/AddV2 with the next arg, or a unary op.
+      const auto& attrs = node.attr();
+      std::string input = fresh(node.name() + "/disc_matmul");
+      std::vector<std::string> in = {node.input(0), node.input(1)};
+      int next_arg = 2;
+      controls.assign(node.input().begin() + 2, node.input().end());
+      controls.erase(std::remove_if(controls.begin(), controls.end(),
+                                    [](const std::string& s) { return s.empty() || s[0] != '^'; }),
+                     controls.end());
+      in.insert(in.end(), controls.begin(), controls.end());
+      NodeDef mm = MakeNode(input, "MatMul", node, in);
+      for (const char* a : {"transpose_a", "transpose_b"}) {
+        if (attrs.count(a)) (*mm.mutable_attr())[a] = attrs.at(a);
+      }
+      chain.push_back(std::move(mm));
+      for (size_t i = 1; i < ops.size(); ++i) {
+        bool last = i + 1 == ops.size();
+        std::string name = last ? node.name()
+                                : fresh(node.name() + "/disc_" + ops[i]);
+        std::vector<std::string> step_in = {input};
+        if (ops[i] == "BiasAdd" || ops[i] == "AddV2") step_in.push_back(node.input(next_arg++));
+        NodeDef n = MakeNode(name, ops[i], node, step_in);
+        if (ops[i] == "LeakyRelu" && attrs.count("leakyrelu_alpha")) {
+          (*n.mutable_attr())["alpha"] = attrs.at("leakyrelu_alpha");
+        }
+        chain.push_back(std::move(n));
+        input = name;
+      }
+    } else if (node.op() == kSwish) {
       std::string sig = fresh(node.name() + "/disc_sigmoid");
       std::vector<std::string> in = {x};
       in.insert(in.end(), controls.begin(), controls.end());

@@ -1,8 +1,9 @@
 // Undoes Grappler fusions that hide supported ops from the clusterer.
 // Built-in optimizers run before DiscOptimizer: the arithmetic optimizer
 // folds chains of unary ops (Exp, Tanh, Neg, ...) into _UnaryOpsComposition
-// and the oneDNN remapper turns x * sigmoid(x) into _MklSwish; no compiler
-// table lists those.  When every plain op is supported, such nodes are
+// and the oneDNN remapper turns x * sigmoid(x) into _MklSwish and MatMul +
+// BiasAdd [+ Add] [+ Relu/Relu6/Elu/LeakyRelu/Tanh/Sigmoid] into
+// _FusedMatMul; no compiler table lists those.  When every plain op is supported, such nodes are
 // expanded back into plain nodes that the clusterer can take.
 #ifndef TF_DISC_GRAPPLER_DEFUSE_H_
 #define TF_DISC_GRAPPLER_DEFUSE_H_

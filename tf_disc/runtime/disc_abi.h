@@ -27,7 +27,8 @@
 extern "C" {
 #endif
 
-#define DISC_ABI_VERSION 1
+/* Version 2 appended `gemm` to DiscRuntime. */
+#define DISC_ABI_VERSION 2
 #define DISC_MAX_RANK 8
 
 /* TF error codes used by generated code (values of tensorflow::error::Code). */
@@ -36,6 +37,10 @@ extern "C" {
 #define DISC_ERROR_UNIMPLEMENTED 12
 #define DISC_ERROR_INTERNAL 13
 #define DISC_ERROR_RESOURCE_EXHAUSTED 8
+
+/* Element types of rt->gemm (values of tensorflow::DataType). */
+#define DISC_DTYPE_FLOAT 1
+#define DISC_DTYPE_DOUBLE 2
 
 typedef struct DiscBuffer {
   void* data;
@@ -64,6 +69,22 @@ typedef struct DiscRuntime {
                        DiscParallelFn fn, void* closure);
   /* Records an error (a DISC_ERROR_* code); the message is copied. */
   void (*set_error)(void* ctx, int32_t code, const char* message);
+  /* ---- ABI version 2 ---- */
+  /* Batched strided GEMM, row-major: for every b in [0, batch)
+   *   C_b (m x n) = op(A_b) (m x k) * op(B_b) (k x n)
+   * with A_b = a + b * stride_a, B_b = b + b * stride_b, C_b = c + b * stride_c
+   * (strides in elements; 0 broadcasts an operand over the batch).
+   * trans_a == 0: A_b is stored m x k with row stride lda; else k x m
+   * (op = transpose) with row stride lda.  Likewise B_b: k x n with row
+   * stride ldb, or n x k when trans_b.  C_b rows have stride ldc and are
+   * overwritten (k == 0 writes zeros).  dtype is a DISC_DTYPE_*.  Runs on
+   * TF's intra-op thread pool and returns when done: 0, or non-zero after
+   * recording an error (unsupported dtype, bad arguments). */
+  int32_t (*gemm)(void* ctx, int32_t dtype, int32_t trans_a, int32_t trans_b,
+                  int64_t batch, int64_t m, int64_t n, int64_t k,
+                  const void* a, int64_t lda, int64_t stride_a,
+                  const void* b, int64_t ldb, int64_t stride_b,
+                  void* c, int64_t ldc, int64_t stride_c);
 } DiscRuntime;
 
 typedef int32_t (*DiscAbiVersionFn)(void);

@@ -6,6 +6,7 @@
 #include "tensorflow/core/framework/allocator.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/platform/threadpool.h"
+#include "tf_disc/runtime/gemm.h"
 
 namespace tf_disc {
 
@@ -21,6 +22,7 @@ KernelRuntime::KernelRuntime(OpKernelContext* ctx)
   abi_.free_temp = &KernelRuntime::FreeTemp;
   abi_.parallel_for = &KernelRuntime::ParallelFor;
   abi_.set_error = &KernelRuntime::SetError;
+  abi_.gemm = &KernelRuntime::Gemm;
 }
 
 KernelRuntime::~KernelRuntime() {
@@ -150,6 +152,31 @@ void KernelRuntime::SetError(void* self_ptr, int32_t code,
   if (code <= 0 || code > 16) c = absl::StatusCode::kInternal;
   std::lock_guard<std::mutex> lock(self->mu_);
   self->RecordError(absl::Status(c, message ? message : "unknown error"));
+}
+
+int32_t KernelRuntime::Gemm(void* self_ptr, int32_t dtype, int32_t trans_a,
+                            int32_t trans_b, int64_t batch, int64_t m, int64_t n,
+                            int64_t k, const void* a, int64_t lda, int64_t stride_a,
+                            const void* b, int64_t ldb, int64_t stride_b, void* c,
+                            int64_t ldc, int64_t stride_c) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  auto* workers = self->ctx_->device()->tensorflow_cpu_worker_threads();
+  const bool pool = workers != nullptr && workers->workers != nullptr &&
+                    workers->num_threads > 1;
+  GemmArgs args{dtype, trans_a != 0, trans_b != 0, batch, m, n, k, a, lda, stride_a,
+                b, ldb, stride_b, c, ldc, stride_c};
+  std::string error;
+  bool ok = RunGemm(
+      args, pool ? workers->num_threads : 1,
+      pool ? static_cast<void*>(workers->workers->AsEigenThreadPool()) : nullptr,
+      [workers](int64_t blocks, int64_t cost,
+                const std::function<void(int64_t, int64_t)>& fn) {
+        workers->workers->ParallelFor(blocks, cost, fn);
+      },
+      &error);
+  if (ok) return 0;
+  SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());
+  return 1;
 }
 
 }  // namespace tf_disc

@@ -8,8 +8,10 @@ import math
 
 from ..dtypes import DType
 from ..ir.core import Func, Op, Value
+from ..ir.opset import spec
 from ..shapes.symbolic import is_static, parse_dim
 from .cstr import c_string
+from .gemm import emit_dot
 from .kernel import KernelInfo
 from .prelude import ERROR_MESSAGES
 
@@ -59,8 +61,8 @@ def _assert(op: Op, dn: DimNames, k: int) -> list[str]:
     else:
         conds = [f"{x} == {y}" for x, y in zip(lhs, rhs)]
         show = (lhs, rhs)
-        if "lhs_shape" in a:
-            show = ([dn(d) for d in a["lhs_shape"]], [dn(d) for d in a["rhs_shape"]])
+    if "lhs_shape" in a:  # show the full operand shapes instead of the dims checked
+        show = ([dn(d) for d in a["lhs_shape"]], [dn(d) for d in a["rhs_shape"]])
     cond = " && ".join(conds) or "true"
     lines = [f"  {{  // check {k}: {op.name}", f"    {_array('l', show[0])}",
              f"    {_array('r', show[1])}", f"    if (!({cond})) {{",
@@ -112,7 +114,7 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo]) -> tuple[str, str]:
     body += checks
     # Buffers: outputs and temps.
     for op in func.ops:
-        if op.name != "fusion":
+        if op.name != "fusion" and spec(op.name).kind != "library":
             continue
         for r, where in zip(op.results, op.attrs["buffers"]):
             dims = [dn(d) for d in r.shape]
@@ -131,9 +133,11 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo]) -> tuple[str, str]:
                          f"rt->ctx, size_t({n}) * sizeof({t}))) : nullptr;",
                          f"  if (!{r.name} && ({n}) > 0) return 1;"]
             ptr[r] = r.name
-    for op in func.ops:
+    for k, op in enumerate(func.ops):
         if op.name == "fusion":
             body += _launch(op, kernels[op], dn, ptr)
+        elif op.name == "dot":
+            body += emit_dot(op, dn, ptr, k)
     body.append("  return 0;")
     entry = ["extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_abi_version(void) { return DISC_ABI_VERSION; }", "",
              "extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_entry(const DiscRuntime* rt, const DiscBuffer* inputs,",

@@ -10,7 +10,7 @@ import dataclasses
 @dataclasses.dataclass(frozen=True)
 class IrOpSpec:
     arity: int            # -1: variadic
-    kind: str             # elementwise | broadcast | constant | assert | fusion
+    kind: str             # elementwise | broadcast | constant | assert | fusion | library
     result: str = "same"  # same | bool | attr (result type given explicitly)
     # Ops that can fail per element (integer division by zero, ...).
     may_fail: bool = False
@@ -45,6 +45,11 @@ OPSET.update({
     "assert_same_shape": IrOpSpec(0, "assert"),
     "assert_dim_eq": IrOpSpec(0, "assert"),
     "fusion": IrOpSpec(-1, "fusion", "attr"),
+})
+# Library ops: run by the runtime (own top-level call, not fused); their
+# computed operands are materialized, consumers read their result buffers.
+OPSET.update({
+    "dot": IrOpSpec(2, "library"),  # ir/dot.py, codegen/gemm.py
 })
 
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")

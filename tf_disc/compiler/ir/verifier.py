@@ -46,6 +46,14 @@ def _check_op(op: Op, defined: set[Value], in_region: bool, syms: set[str]) -> N
     if len(op.results) != 1:
         _fail(op, "expects one result")
     res = op.result
+    if s.kind == "library":
+        if in_region:
+            _fail(op, "library ops live at top level")
+        from .dot import verify_dot
+        problem = verify_dot(op) if op.name == "dot" else None
+        if problem:
+            _fail(op, problem)
+        return
     if s.kind == "constant":
         n = 1
         for d in res.shape:

@@ -1,4 +1,4 @@
-"""Buffer assignment: each fusion result is either output k (allocated with
+"""Buffer assignment: each fusion (or library op) result is either output k (allocated with
 rt->alloc_output) or a temp (rt->alloc_temp, freed after its last reader).
 Recorded as the fusion attr "buffers": ["out:<k>" | "temp", ...]."""
 from __future__ import annotations
@@ -6,11 +6,17 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir.core import Func, Op
+from ..ir.opset import spec
+
+
+def _writes_buffers(op: Op) -> bool:
+    """Fusion kernels and library ops (dot) write their results to memory."""
+    return op.name == "fusion" or spec(op.name).kind == "library"
 
 
 def assign_buffers(func: Func) -> Func:
     out_index = {v: k for k, v in enumerate(func.rets)}
-    temps = {r for op in func.ops if op.name == "fusion" for r in op.results
+    temps = {r for op in func.ops if _writes_buffers(op) for r in op.results
              if r not in out_index}
     last_use: dict = {}
     for i, op in enumerate(func.ops):
@@ -18,7 +24,7 @@ def assign_buffers(func: Func) -> Func:
             last_use[v] = i
     ops = []
     for i, op in enumerate(func.ops):
-        if op.name == "fusion":
+        if _writes_buffers(op):
             bufs = [f"out:{out_index[r]}" if r in out_index else "temp" for r in op.results]
             # temps this kernel is the last reader of (freed after it runs)
             frees = sorted(v.name for v, j in last_use.items()

@@ -23,6 +23,10 @@ def _is_computed(op: Op) -> bool:
     return spec(op.name).kind in ("elementwise", "broadcast")
 
 
+def _is_library(op: Op) -> bool:
+    return spec(op.name).kind == "library"
+
+
 def fuse(func: Func) -> Func:
     producer = {r: op for op in func.ops for r in op.results}
     computed = {r for op in func.ops if _is_computed(op) for r in op.results}
@@ -41,6 +45,14 @@ def fuse(func: Func) -> Func:
             log.debug("fusion: %%%s is materialized (broadcast to another shape)",
                       op.operands[0].name)
             mark(op.operands[0])
+        if _is_library(op):
+            for v in op.operands:
+                if v in computed and v not in mat_set:
+                    log.debug("fusion: %%%s is materialized (operand of %s)", v.name, op.name)
+                mark(v)
+    # Library op results (dot) are buffers like materialized values; a
+    # kernel reading one runs at a later level than the library op.
+    lib_results = {r for op in func.ops if _is_library(op) for r in op.results}
 
     # Backward slices and levels, in program order.
     order = {op_: i for i, op_ in enumerate(func.ops)}
@@ -54,7 +66,7 @@ def fuse(func: Func) -> Func:
             v = stack.pop()
             op = producer.get(v)
             if op is None or not _is_computed(op) or (v in mat_set and v is not m):
-                if v in mat_set:
+                if v in mat_set or v in lib_results:
                     ext.add(v)
                 continue
             if op in seen_ops:
@@ -63,8 +75,15 @@ def fuse(func: Func) -> Func:
             stack.extend(op.operands)
         slices[m], deps[m] = seen_ops, ext
     level: dict[Value, int] = {}
-    for m in sorted(materialized, key=lambda v: order[producer[v]]):
-        level[m] = max((level[u] + (u.shape != m.shape) for u in deps[m]), default=0)
+    for op in func.ops:  # program order: deps first
+        if _is_library(op):
+            # Same level as its latest operand kernel (emitted after it).
+            lvl = max((level[u] for u in op.operands if u in level), default=0)
+            level.update({r: lvl for r in op.results})
+        for m in op.results:
+            if m in mat_set:
+                level[m] = max((level[u] + (u.shape != m.shape or u in lib_results)
+                                for u in deps[m]), default=0)
 
     groups: dict[tuple, list[Value]] = {}
     for m in sorted(materialized, key=lambda v: order[producer[v]]):
@@ -97,9 +116,15 @@ def fuse(func: Func) -> Func:
         log.debug("fusion: kernel %d (level %d) computes %s from %d ops", k, lvl,
                   [r.name for r in roots], len(inner_ops))
 
-    rest = [op for op in func.ops if not _is_computed(op)]
+    rest = [op for op in func.ops if not _is_computed(op) and not _is_library(op)]
     asserts = [op for op in rest if spec(op.name).kind == "assert"]
     consts = [op for op in rest if op not in asserts]
-    ops = consts + asserts + [f for _, _, f in kernels]
+    # Library ops run after the kernels of their level, in program order.
+    libs = [(level[op.results[0]], len(kernels) + i,
+             Op(op.name, [outer.get(v, v) for v in op.operands], list(op.results),
+                dict(op.attrs)))
+            for i, op in enumerate(o for o in func.ops if _is_library(o))]
+    steps = sorted(kernels + libs, key=lambda t: (t[0], t[1]))
+    ops = consts + asserts + [f for _, _, f in steps]
     rets = [outer[v] if v in outer else v for v in func.rets]
     return dataclasses.replace(func, ops=ops, rets=rets, attrs=dict(func.attrs))

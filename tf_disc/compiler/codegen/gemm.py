@@ -1,0 +1,118 @@
+"""Host code for `dot` ops (ir/dot.py): one rt->gemm call per run of batch
+dims that share strides (usually one call), through disc_gemm_batched.
+
+Operands are dense row-major buffers; each free/contract group collapses to
+one matrix dim whose stride is that of its last dim.  The transpose flag of
+an operand is static: its last dim is a contract dim (lhs; rows contiguous)
+or a free dim (rhs); otherwise the GEMM reads it transposed.  Batch strides
+are 0 for absent or size-1 (at run time) dims."""
+from __future__ import annotations
+
+from ..ir.core import Op, Value
+
+HELPER = r'''
+namespace {
+// Calls rt->gemm over the batch dims bd[0..nb) (output order) with per-dim
+// element strides of A, B, C: drops size-1 dims, merges dims whose strides
+// chain in all three, passes the innermost run as the GEMM's batch (or folds
+// it into M when B is shared and A/C rows continue), loops over the rest.
+inline int32_t disc_gemm_batched(const DiscRuntime* rt, int32_t dtype, int32_t ta, int32_t tb,
+                                 int nb, const int64_t* bd, const int64_t* sa,
+                                 const int64_t* sb, const int64_t* sc, int64_t m, int64_t n,
+                                 int64_t k, const void* a, int64_t lda, const void* b,
+                                 int64_t ldb, void* c, int64_t ldc, size_t esize) {
+  if (m == 0 || n == 0) return 0;
+  int64_t d[DISC_MAX_RANK], xa[DISC_MAX_RANK], xb[DISC_MAX_RANK], xc[DISC_MAX_RANK];
+  int r = 0;
+  for (int i = 0; i < nb; ++i) {
+    if (bd[i] == 0) return 0;
+    if (bd[i] == 1) continue;
+    if (r > 0 && xa[r - 1] == sa[i] * bd[i] && xb[r - 1] == sb[i] * bd[i] &&
+        xc[r - 1] == sc[i] * bd[i]) {
+      d[r - 1] *= bd[i];
+      xa[r - 1] = sa[i]; xb[r - 1] = sb[i]; xc[r - 1] = sc[i];
+      continue;
+    }
+    d[r] = bd[i]; xa[r] = sa[i]; xb[r] = sb[i]; xc[r] = sc[i];
+    ++r;
+  }
+  int64_t batch = 1, s_a = 0, s_b = 0, s_c = 0;
+  if (r > 0) { --r; batch = d[r]; s_a = xa[r]; s_b = xb[r]; s_c = xc[r]; }
+  if (batch > 1 && s_b == 0 && !ta && s_a == m * lda && s_c == m * ldc) {
+    m *= batch;
+    batch = 1;
+  }
+  int64_t outer = 1, idx[DISC_MAX_RANK];
+  for (int i = 0; i < r; ++i) { outer *= d[i]; idx[i] = 0; }
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t oa = 0, ob = 0, oc = 0;
+    for (int i = 0; i < r; ++i) { oa += idx[i] * xa[i]; ob += idx[i] * xb[i]; oc += idx[i] * xc[i]; }
+    if (rt->gemm(rt->ctx, dtype, ta, tb, batch, m, n, k,
+                 a ? static_cast<const char*>(a) + oa * esize : nullptr, lda, s_a,
+                 b ? static_cast<const char*>(b) + ob * esize : nullptr, ldb, s_b,
+                 static_cast<char*>(c) + oc * esize, ldc, s_c)) return 1;
+    for (int i = r - 1; i >= 0; --i) { if (++idx[i] < d[i]) break; idx[i] = 0; }
+  }
+  return 0;
+}
+}  // namespace
+'''
+
+
+def needs_helper(ops) -> bool:
+    return any(op.name == "dot" for op in ops)
+
+
+def _prod(xs: list[str]) -> str:
+    return " * ".join(f"({x})" for x in xs) or "int64_t(1)"
+
+
+def _stride(dims: list[str], d: int) -> str:
+    """Row-major element stride of dim d."""
+    return _prod(dims[d + 1:])
+
+
+def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
+    """Host lines for one dot (dn: DimNames, ptr: value -> C++ pointer)."""
+    a = op.attrs
+    lhs, rhs = op.operands
+    res = op.result
+    # Dim expressions first: DimNames may emit locals, which must be in the
+    # enclosing scope (later users refer to them too).
+    ld = [dn(d) for d in lhs.shape]
+    rd = [dn(d) for d in rhs.shape]
+    od = [dn(d) for d in res.shape]
+    out = list(dn.lines)
+    dn.lines = []
+    nb = len(a["batch_lhs"])
+    ta = (lhs.type.rank - 1) in a["lhs_free"]       # lhs rows not contiguous
+    tb = (rhs.type.rank - 1) in a["rhs_contract"]   # rhs stored n x k
+    lda = _stride(ld, a["lhs_contract"][-1] if ta else a["lhs_free"][-1])
+    ldb = _stride(rd, a["rhs_free"][-1] if tb else a["rhs_contract"][-1])
+    m = _prod([ld[d] for d in a["lhs_free"]])
+    n = _prod([rd[d] for d in a["rhs_free"]])
+    kk = _prod([ld[d] for d in a["lhs_contract"]])
+
+    def bstride(dims, d):
+        return "int64_t(0)" if d < 0 else f"({dims[d]} == 1 ? int64_t(0) : {_stride(dims, d)})"
+
+    sa = [bstride(ld, d) for d in a["batch_lhs"]]
+    sb = [bstride(rd, d) for d in a["batch_rhs"]]
+    sc = [_stride(od, i) for i in range(nb)]
+    bd = od[:nb]
+    t = res.dtype.ctype
+
+    def arr(name, items):
+        return f"const int64_t {name}[{max(len(items), 1)}] = {{{', '.join(items) or '0'}}};"
+
+    out += [f"  {{  // dot {k}: {res.name}",
+            f"    {arr('bd', bd)}", f"    {arr('sa', sa)}", f"    {arr('sb', sb)}",
+            f"    {arr('sc', sc)}",
+            f"    const int64_t m = {m}, n = {n}, k = {kk};",
+            f"    if (disc_gemm_batched(rt, {res.dtype.tf_enum}, {int(ta)}, {int(tb)}, {nb}, bd, "
+            f"sa, sb, sc, m, n, k, {ptr[lhs]}, {lda}, {ptr[rhs]}, {ldb}, {ptr[res]}, n, "
+            f"sizeof({t}))) return 1;"]
+    for name in a.get("frees", []):
+        out.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
+    out.append("  }")
+    return out

@@ -1,0 +1,157 @@
+#include "tf_disc/runtime/gemm.h"
+
+#define EIGEN_USE_THREADS
+#include <Eigen/Core>
+#include <unsupported/Eigen/CXX11/Tensor>
+#include <unsupported/Eigen/CXX11/ThreadPool>
+
+#include <algorithm>
+#include <cstring>
+
+#include "tf_disc/runtime/disc_abi.h"
+
+namespace tf_disc {
+namespace {
+
+template <typename T, int Order>
+using ConstMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Order>,
+                            Eigen::Unaligned, Eigen::OuterStride<>>;
+template <typename T>
+using OutMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>,
+                          Eigen::Unaligned, Eigen::OuterStride<>>;
+
+// C[r0:r1, c0:c1] of batch b.
+template <typename T>
+void Block(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  const T* a = static_cast<const T*>(g.a) + b * g.stride_a;
+  const T* bp = static_cast<const T*>(g.b) + b * g.stride_b;
+  T* c = static_cast<T*>(g.c) + b * g.stride_c + r0 * g.ldc + c0;
+  const int64_t rows = r1 - r0, cols = c1 - c0;
+  OutMap<T> out(c, rows, cols, Eigen::OuterStride<>(g.ldc));
+  // op(A) rows r0..r1: row-major m x k, or the transpose of a k x m matrix
+  // (= column-major m x k with outer stride lda); B likewise.
+  auto run = [&](const auto& lhs) {
+    if (!g.trans_b) {
+      ConstMap<T, Eigen::RowMajor> rhs(bp + c0, g.k, cols, Eigen::OuterStride<>(g.ldb));
+      out.noalias() = lhs * rhs;
+    } else {
+      ConstMap<T, Eigen::ColMajor> rhs(bp + c0 * g.ldb, g.k, cols, Eigen::OuterStride<>(g.ldb));
+      out.noalias() = lhs * rhs;
+    }
+  };
+  if (!g.trans_a) {
+    run(ConstMap<T, Eigen::RowMajor>(a + r0 * g.lda, rows, g.k, Eigen::OuterStride<>(g.lda)));
+  } else {
+    run(ConstMap<T, Eigen::ColMajor>(a + r0, rows, g.k, Eigen::OuterStride<>(g.lda)));
+  }
+}
+
+template <typename T>
+void Zero(const GemmArgs& g) {
+  for (int64_t b = 0; b < g.batch; ++b) {
+    T* c = static_cast<T*>(g.c) + b * g.stride_c;
+    for (int64_t i = 0; i < g.m; ++i) std::fill(c + i * g.ldc, c + i * g.ldc + g.n, T(0));
+  }
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Dense (natural leading dims) operands: Eigen's threaded contraction works.
+bool Dense(const GemmArgs& g) {
+  return g.lda == (g.trans_a ? g.m : g.k) && g.ldb == (g.trans_b ? g.k : g.n) &&
+         g.ldc == g.n;
+}
+
+// One batch entry with Eigen's tensor contraction on the thread pool.
+template <typename T>
+void Contract(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int threads, int64_t b) {
+  using In = Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor, Eigen::Index>>;
+  using Out = Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor, Eigen::Index>>;
+  Eigen::ThreadPoolDevice dev(pool, threads);
+  In a(static_cast<const T*>(g.a) + b * g.stride_a, g.trans_a ? g.k : g.m,
+       g.trans_a ? g.m : g.k);
+  In bm(static_cast<const T*>(g.b) + b * g.stride_b, g.trans_b ? g.n : g.k,
+        g.trans_b ? g.k : g.n);
+  Out c(static_cast<T*>(g.c) + b * g.stride_c, g.m, g.n);
+  Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims = {
+      Eigen::IndexPair<Eigen::Index>(g.trans_a ? 0 : 1, g.trans_b ? 1 : 0)};
+  c.device(dev) = a.contract(bm, dims);
+}
+
+template <typename T>
+void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
+         const GemmParallelFor& parallel_for) {
+  if (g.batch == 0 || g.m == 0 || g.n == 0) return;
+  if (g.k == 0) return Zero<T>(g);
+  const double flops = 2.0 * g.batch * g.m * g.n * g.k;
+  // Small problems: one thread hop costs more than the work.
+  if (num_threads <= 1 || flops < 4e5) {
+    for (int64_t b = 0; b < g.batch; ++b) Block<T>(g, b, 0, g.m, 0, g.n);
+    return;
+  }
+  // Few large dense products: the threaded contraction, one at a time.
+  if (eigen_pool != nullptr && Dense(g) && g.batch < 2 * num_threads &&
+      flops / g.batch >= 2e7) {
+    auto* pool = static_cast<Eigen::ThreadPoolInterface*>(eigen_pool);
+    for (int64_t b = 0; b < g.batch; ++b) Contract<T>(g, pool, num_threads, b);
+    return;
+  }
+  // Enough blocks for load balance on a shared machine, each big enough to
+  // amortize packing: row panels first (B is re-packed per panel, which is
+  // O(k n) against O(rows k n) work), then column panels for short, wide C.
+  const int64_t want = 4 * int64_t(num_threads);
+  int64_t row_blocks = 1, col_blocks = 1;
+  if (g.batch < want) {
+    const int64_t per_batch = CeilDiv(want, g.batch);
+    row_blocks = std::min(per_batch, std::max<int64_t>(1, g.m / 48));
+    col_blocks = std::min(CeilDiv(per_batch, row_blocks), std::max<int64_t>(1, g.n / 64));
+  }
+  // Panel edges on multiples of 16 rows / 32 columns (the GEBP register tiles).
+  const int64_t rstep = std::min(g.m, ((CeilDiv(g.m, row_blocks) + 15) / 16) * 16);
+  const int64_t cstep = std::min(g.n, ((CeilDiv(g.n, col_blocks) + 31) / 32) * 32);
+  row_blocks = CeilDiv(g.m, rstep);
+  col_blocks = CeilDiv(g.n, cstep);
+  const int64_t per_batch = row_blocks * col_blocks;
+  const int64_t blocks = g.batch * per_batch;
+  // Contiguous runs of blocks, a few per thread: each task costs a thread
+  // hop, which matters for many small matrices (attention heads).
+  const int64_t tasks = std::min<int64_t>(blocks, 2 * int64_t(num_threads));
+  const int64_t cost = static_cast<int64_t>(flops / tasks / 8) + 1;  // ~8 flop/cycle
+  parallel_for(tasks, cost, [&](int64_t tbegin, int64_t tend) {
+    const int64_t begin = tbegin * blocks / tasks, end = tend * blocks / tasks;
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t b = i / per_batch, rb = (i % per_batch) / col_blocks,
+                    cb = i % col_blocks;
+      Block<T>(g, b, rb * rstep, std::min(g.m, (rb + 1) * rstep), cb * cstep,
+               std::min(g.n, (cb + 1) * cstep));
+    }
+  });
+}
+
+}  // namespace
+
+bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
+             const GemmParallelFor& parallel_for, std::string* error) {
+  if (g.batch < 0 || g.m < 0 || g.n < 0 || g.k < 0) {
+    *error = "gemm: negative size";
+    return false;
+  }
+  if (g.batch > 0 && g.m > 0 && g.n > 0 &&
+      (g.c == nullptr || (g.k > 0 && (g.a == nullptr || g.b == nullptr)))) {
+    *error = "gemm: null buffer for a non-empty product";
+    return false;
+  }
+  switch (g.dtype) {
+    case DISC_DTYPE_FLOAT:
+      Run<float>(g, num_threads, eigen_pool, parallel_for);
+      return true;
+    case DISC_DTYPE_DOUBLE:
+      Run<double>(g, num_threads, eigen_pool, parallel_for);
+      return true;
+    default:
+      *error = "gemm: unsupported dtype " + std::to_string(g.dtype);
+      return false;
+  }
+}
+
+}  // namespace tf_disc

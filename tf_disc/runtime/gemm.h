@@ -1,0 +1,45 @@
+// Batched strided GEMM behind DiscRuntime::gemm (disc_abi.h).
+//
+// gemm.cc holds only Eigen (no TF headers) and is compiled with
+// its own flags (sources.json "source_cflags": -O3 -march=native, hidden
+// visibility): the wheel's own Eigen kernels are built without AVX-512 and
+// run at about half this CPU's peak.  Threading stays with the caller: the
+// work is cut into independent blocks (batches, row and column panels) that
+// the caller's parallel-for runs on TF's intra-op pool, each block being a
+// single-threaded Eigen GEMM; large dense products instead run Eigen's
+// tensor contraction on the same pool.
+#ifndef TF_DISC_RUNTIME_GEMM_H_
+#define TF_DISC_RUNTIME_GEMM_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace tf_disc {
+
+struct GemmArgs {
+  int32_t dtype;  // DISC_DTYPE_*
+  bool trans_a, trans_b;
+  int64_t batch, m, n, k;
+  const void* a;
+  int64_t lda, stride_a;
+  const void* b;
+  int64_t ldb, stride_b;
+  void* c;
+  int64_t ldc, stride_c;
+};
+
+// parallel_for(num_blocks, cost_per_block_in_cycles, fn(begin, end)).
+using GemmParallelFor =
+    std::function<void(int64_t, int64_t, const std::function<void(int64_t, int64_t)>&)>;
+
+// Runs the GEMM; false with *error set for an unsupported dtype or bad
+// arguments (nothing written then).  eigen_pool (an Eigen::ThreadPoolInterface*,
+// TF's intra-op pool; may be null) serves Eigen's tensor contraction, used for
+// large dense products: it shares packed panels between threads.
+bool RunGemm(const GemmArgs& args, int num_threads, void* eigen_pool,
+             const GemmParallelFor& parallel_for, std::string* error);
+
+}  // namespace tf_disc
+
+#endif  // TF_DISC_RUNTIME_GEMM_H_
