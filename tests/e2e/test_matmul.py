@@ -91,3 +91,24 @@ def test_size_mismatch_raises_invalid_argument(disc):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"Matrix size-incompatible: In\[0\]: \[2,3\], In\[1\]: \[4,5\]"):
         f(np.ones((2, 3), np.float32), np.ones((4, 5), np.float32))
+
+
+def test_unsupported_einsum_stays_in_tf(disc):
+    """An equation the compiler does not lower is left out of clusters (the
+    support table's equation check), so nothing falls back."""
+    @tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.float32)] * 2)
+    def f(x, y):
+        a = tf.exp(x * 0.1) * 2.0
+        e = tf.einsum("ijk,ikl->jil", a, y)    # batch label not leading: stays in TF
+        g = tf.einsum("bij,bjk->bki", a, y)    # lowered (operands swapped)
+        return tf.tanh(e) + 1.0, g * 0.5 - 1.0
+
+    for i, (p, q, r, s) in enumerate([(2, 3, 4, 5), (1, 1, 1, 1), (3, 0, 2, 2)]):
+        rng = np.random.default_rng(i)
+        x = rng.standard_normal((p, q, r)).astype(np.float32)
+        y = rng.standard_normal((p, r, s)).astype(np.float32)
+        for got, want in zip(f(x, y), f.python_function(x, y)):
+            _close(got.numpy(), want.numpy())
+    stats = disc.stats()
+    assert total(stats, "fallbacks") == 0, stats
+    assert total(stats, "compiles") >= 1, stats

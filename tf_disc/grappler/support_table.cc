@@ -1,5 +1,8 @@
 #include "tf_disc/grappler/support_table.h"
 
+#include <algorithm>
+#include <set>
+
 #include <mutex>
 
 #include "tensorflow/core/framework/attr_value.pb.h"
@@ -61,6 +64,68 @@ std::string EncodeAttrScalar(const tensorflow::AttrValue& v) {
   }
 }
 
+// Einsum equations the compiler lowers to one GEMM (mirror of
+// compiler/ops/matmul.py einsum_plan; the Python side is authoritative, this
+// only keeps other equations out of clusters).  Two operands, explicit
+// output, no repeated label within a term, no label summed within one term;
+// batch labels (in both inputs and the output) lead the output; then each
+// operand's free labels as one run, in the order they appear in that
+// operand; free and contracted labels adjacent runs in each operand (the
+// contracted ones in the same order), and each operand's last label free or
+// contracted.
+static bool EinsumIsDot(std::string eq) {
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  const size_t arrow = eq.find("->"), comma = eq.find(',');
+  if (eq.find('.') != std::string::npos || arrow == std::string::npos ||
+      comma == std::string::npos || comma > arrow ||
+      eq.find(',', comma + 1) != std::string::npos) {
+    return false;
+  }
+  std::string lhs = eq.substr(0, comma), rhs = eq.substr(comma + 1, arrow - comma - 1),
+              out = eq.substr(arrow + 2);
+  auto has = [](const std::string& s, char c) { return s.find(c) != std::string::npos; };
+  for (const std::string* t : {&lhs, &rhs, &out}) {
+    if (std::set<char>(t->begin(), t->end()).size() != t->size()) return false;
+  }
+  for (char c : out) if (!has(lhs, c) && !has(rhs, c)) return false;
+  for (char c : lhs) if (!has(out, c) && !has(rhs, c)) return false;
+  for (char c : rhs) if (!has(out, c) && !has(lhs, c)) return false;
+  std::string batch, contract, lfree, rfree;
+  for (char c : out) {
+    if (has(lhs, c) && has(rhs, c)) batch += c;
+    else if (has(lhs, c)) lfree += c;
+    else rfree += c;
+  }
+  for (char c : lhs) if (has(rhs, c) && !has(out, c)) contract += c;
+  if (contract.empty() || lfree.empty() || rfree.empty()) return false;
+  if (out.compare(0, batch.size(), batch) != 0) return false;
+  std::string rest = out.substr(batch.size());
+  if (rest.compare(0, lfree.size(), lfree) != 0) {
+    if (rest != rfree + lfree) return false;
+    std::swap(lhs, rhs);
+    std::swap(lfree, rfree);
+  } else if (rest != lfree + rfree) {
+    return false;
+  }
+  auto run = [](const std::string& labels, const std::string& chosen) -> long {
+    size_t at = labels.find(chosen);
+    return at == std::string::npos ? -1 : static_cast<long>(at);
+  };
+  for (const auto& [labels, free] : {std::make_pair(lhs, lfree), std::make_pair(rhs, rfree)}) {
+    long f = run(labels, free), c = run(labels, contract);
+    if (f < 0 || c < 0) return false;
+    long last = static_cast<long>(labels.size()) - 1;
+    if (!(f + static_cast<long>(free.size()) - 1 == last ||
+          c + static_cast<long>(contract.size()) - 1 == last)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// attr_values token: the value must be an Einsum equation EinsumIsDot takes.
+constexpr char kEinsumDotToken[] = "s:<einsum_dot>";
+
 const OpSupport* SupportTable::Match(const tensorflow::NodeDef& node,
                                      const tensorflow::OpDef& op_def) const {
   auto it = ops_.find(node.op());
@@ -89,6 +154,11 @@ const OpSupport* SupportTable::Match(const tensorflow::NodeDef& node,
       for (auto i : l.i()) if (!kv.second.count("i:" + std::to_string(i))) return nullptr;
       for (bool b : l.b()) if (!kv.second.count(b ? "b:1" : "b:0")) return nullptr;
       for (int t : l.type()) if (!kv.second.count("t:" + std::to_string(t))) return nullptr;
+      continue;
+    }
+    if (kv.second.count(kEinsumDotToken) &&
+        v->value_case() == tensorflow::AttrValue::kS) {
+      if (!EinsumIsDot(v->s())) return nullptr;
       continue;
     }
     if (!kv.second.count(EncodeAttrScalar(*v))) return nullptr;

@@ -145,6 +145,21 @@ def einsum_plan(equation: str) -> tuple[dict | None, str]:
             "rhs_contract": groups["rhs"][1], "rhs_free": groups["rhs"][0]}, ""
 
 
+class _DotEquations:
+    """attr_values entry for Einsum's equation: `in` runs einsum_plan (the
+    frontend's attr check), iterating gives the token the C++ support table
+    knows ("<einsum_dot>": its EinsumIsDot mirrors einsum_plan), so other
+    equations stay out of clusters."""
+
+    TOKEN = "<einsum_dot>"
+
+    def __contains__(self, equation) -> bool:
+        return isinstance(equation, str) and einsum_plan(equation)[0] is not None
+
+    def __iter__(self):
+        return iter((self.TOKEN,))
+
+
 def lower_einsum(b, node, xs):
     if len(xs) != 2:
         raise Unsupported(f"Einsum node '{node.name}': {len(xs)} operands")
@@ -183,5 +198,6 @@ RULES = [
            dtype_rule=lambda dts, attrs: [dts[0]],
            shape_rule=_rank_rule(lambda s, a: max(len(s[0]), len(s[1])))),
     OpRule("Einsum", lower_einsum, {"T": FLOATS}, fusion="library",
-           attr_values={"N": (2,)}, shape_rule=_rank_rule(_einsum_rank)),
+           attr_values={"N": (2,), "equation": _DotEquations()},
+           shape_rule=_rank_rule(_einsum_rank)),
 ]
