@@ -1,8 +1,10 @@
 """One fusion op -> one C++ loop kernel over its symbolic output shape.
 
-Two loops per kernel: a flat contiguous loop (taken when, at run time, no
-strided load actually broadcasts: vectorizable), and a general loop that
-walks a multi-index with per-load strides (stride 0 for size-1 dims).
+Three loops per kernel: a flat contiguous loop (taken when, at run time, no
+strided load actually broadcasts: vectorizable), a row loop (every strided
+load is contiguous along the last dim, e.g. a bias add: the inner loop is
+vectorizable), and a general loop that walks a multi-index with per-load
+strides (stride 0 for size-1 dims).
 The host (host.py) fills the closure struct and picks the loop.
 """
 from __future__ import annotations
@@ -101,6 +103,17 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
     return info
 
 
+def _row_stmts(info: KernelInfo, slow: list[str]) -> list[str]:
+    """The strided statements for the row loop: every load walks the last
+    dim with stride 1, so load j reads [o<j> + i] with o<j> the row's shift."""
+    out = []
+    for s in slow:
+        for j in range(len(info.loads)):
+            s = s.replace(f"[o{j}]", f"[o{j} + i]")
+        out.append(s)
+    return out
+
+
 def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
     r = info.rank
     fields = [f"  const {v.dtype.ctype}* p{k};" for k, v in enumerate(info.buffers)]
@@ -116,10 +129,13 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
              f"  {info.name}_args& c = *static_cast<{info.name}_args*>(closure);",
              "  int32_t err = 0;",
              "  if (c.fast) {",
+             "#pragma GCC ivdep",
              "    for (int64_t i = begin; i < end; ++i) {",
              *[ind + s for s in fast],
-             "    }",
-             "  } else {"]
+             "    }"]
+    if r >= 2 and nl:
+        lines += _render_rows(info, slow)
+    lines += ["  } else {"]
     if r:
         lines += [f"    int64_t idx[{r}];",
                   "    {",
@@ -143,3 +159,39 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
               "  if (err) __atomic_store_n(&c.err, err, __ATOMIC_RELAXED);",
               "}", ""]
     return "\n".join(lines)
+
+
+def _render_rows(info: KernelInfo, slow: list[str]) -> list[str]:
+    """A loop over rows of the last dim, taken when every strided load walks
+    that dim contiguously (bias adds, [B,S,C] + [C]): the inner loop is
+    vectorizable like the flat one; outer dims step the per-load offsets."""
+    r, nl = info.rank, len(info.loads)
+    contiguous = " && ".join(f"c.st{j}[{r - 1}] == 1" for j in range(nl))
+    step = [f"        for (int d = {r - 2}; d >= 0; --d) {{",
+            "          ++idx[d];",
+            *[f"          b{j} += c.st{j}[d];" for j in range(nl)],
+            "          if (idx[d] < c.dims[d]) break;",
+            *[f"          b{j} -= c.st{j}[d] * c.dims[d];" for j in range(nl)],
+            "          idx[d] = 0;",
+            "        }"]
+    return [f"  }} else if (c.dims[{r - 1}] >= 4 && {contiguous}) {{",
+            f"    int64_t idx[{r - 1}];",
+            "    int64_t rem = begin;",
+            f"    int64_t j0 = rem % c.dims[{r - 1}];",
+            f"    rem /= c.dims[{r - 1}];",
+            f"    for (int d = {r - 2}; d >= 0; --d) {{ idx[d] = rem % c.dims[d]; rem /= c.dims[d]; }}",
+            *[f"    int64_t b{j} = 0;\n    for (int d = 0; d < {r - 1}; ++d) b{j} += idx[d] * c.st{j}[d];"
+              for j in range(nl)],
+            "    for (int64_t i0 = begin; i0 < end;) {",
+            f"      const int64_t i1 = end - i0 < c.dims[{r - 1}] - j0 ? end : i0 + c.dims[{r - 1}] - j0;",
+            *[f"      const int64_t o{j} = b{j} + j0 - i0;" for j in range(nl)],
+            "#pragma GCC ivdep",
+            "      for (int64_t i = i0; i < i1; ++i) {",
+            *["        " + s for s in _row_stmts(info, slow)],
+            "      }",
+            "      i0 = i1;",
+            "      j0 = 0;",
+            "      if (i0 < end) {",
+            *step,
+            "      }",
+            "    }"]

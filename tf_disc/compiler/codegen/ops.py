@@ -32,13 +32,22 @@ def _float_lit(x: float, t: str) -> str:
         f"{t}({'NAN' if x != x else ('INFINITY' if x > 0 else '-INFINITY')})"
 
 
+def _power(a: list, t: str) -> str:
+    """x**2 and x**3 (tanh-GELU's cube) as products: vectorizable, within an ulp of pow."""
+    if a[1] == _float_lit(2.0, t):
+        return f"{t}({a[0]} * {a[0]})"
+    if a[1] == _float_lit(3.0, t):
+        return f"{t}({a[0]} * {a[0]} * {a[0]})"
+    return f"{t}(std::pow({a[0]}, {a[1]}))"
+
+
 EXPR: dict[str, Emit] = {
     "abs": _call("disc_abs"),
     "negate": lambda a, op, t: f"{t}(-{a[0]})",
-    "exponential": _std("exp"),
-    "exponential_minus_one": _std("expm1"),
-    "log": _std("log"),
-    "log_plus_one": _std("log1p"),
+    "exponential": _call("disc_exp"),
+    "exponential_minus_one": _call("disc_expm1"),
+    "log": _call("disc_log"),
+    "log_plus_one": _call("disc_log1p"),
     "sqrt": _std("sqrt"),
     "rsqrt": lambda a, op, t: f"{t}({t}(1) / std::sqrt({a[0]}))",
     "square": lambda a, op, t: f"{t}({a[0]} * {a[0]})",
@@ -46,7 +55,7 @@ EXPR: dict[str, Emit] = {
     "sine": _std("sin"),
     "cosine": _std("cos"),
     "tan": _std("tan"),
-    "tanh": _std("tanh"),
+    "tanh": _call("disc_tanh"),
     "logistic": _call("disc_logistic"),
     "relu": _call("disc_relu"),
     "relu6": _call("disc_relu6"),
@@ -57,7 +66,9 @@ EXPR: dict[str, Emit] = {
     "softplus": _call("disc_softplus"),
     # TF's double erf (Eigen) returns NaN at +-inf; float gives +-1.
     "erf": lambda a, op, t: (f"(std::isinf({a[0]}) ? NAN : std::erf({a[0]}))" if t == "double"
-                             else f"{t}(std::erf({a[0]}))"),
+                             else f"disc_erf({a[0]})"),
+    "erfc": lambda a, op, t: (f"double(std::erfc({a[0]}))" if t == "double"
+                              else f"disc_erfc({a[0]})"),
     "floor": _std("floor"),
     "ceil": _std("ceil"),
     "round_nearest_even": _std("nearbyint"),
@@ -76,7 +87,7 @@ EXPR: dict[str, Emit] = {
     "floor_mod_float": _call("disc_floor_mod_float"),
     "maximum": _call("disc_max"),
     "minimum": _call("disc_min"),
-    "power": _std("pow"),
+    "power": lambda a, op, t: _power(a, t),
     "squared_difference": lambda a, op, t: (
         f"{t}(({a[0]} - {a[1]}) * ({a[0]} - {a[1]}))"),
     "atan2": _std("atan2"),
@@ -93,7 +104,7 @@ EXPR: dict[str, Emit] = {
 }
 
 _EXPENSIVE = {"exponential", "exponential_minus_one", "log", "log_plus_one", "sine",
-              "cosine", "tan", "tanh", "logistic", "elu", "selu", "softplus", "erf",
+              "cosine", "tan", "tanh", "logistic", "elu", "selu", "softplus", "erf", "erfc",
               "power", "atan2", "floor_mod_float"}
 _MEDIUM = {"divide", "sqrt", "rsqrt", "reciprocal", "div_no_nan", "floor_div_float",
            "div_int", "floor_div_int", "floor_mod_int", "power_int"}

@@ -40,19 +40,296 @@ template <class T> inline T disc_relu6(T x) {
   if (x != x) return x;
   return x > T(0) ? (x < T(6) ? x : T(6)) : T(0);
 }
-template <class T> inline T disc_logistic(T x) { return T(1) / (T(1) + std::exp(-x)); }
-template <class T> inline T disc_elu(T x) { return x < T(0) ? T(std::exp(x) - T(1)) : x; }
+// ---- Vectorizable float/double math, ported from Eigen (what TF's CPU kernels
+// run): branch-free scalar code so GCC vectorizes the loops that call it.
+template <class To, class From> inline To disc_bits(From x) { return __builtin_bit_cast(To, x); }
+// Eigen's pmadd in TF's (non-FMA) build: a rounded multiply, then an add
+// (-ffp-contract=off keeps them apart).
+template <class T> inline T disc_madd(T a, T b, T c) { return a * b + c; }
+// Eigen's pmin/pmax on x86 (minps/maxps with swapped operands): a NaN `a` wins.
+template <class T> inline T disc_pmin(T a, T b) { return b < a ? b : a; }
+template <class T> inline T disc_pmax(T a, T b) { return b > a ? b : a; }
+
+// floor(t), exact for |t| < 2^22 (float) / 2^51 (double): the only range the
+// exp reductions use unmasked.  std::floor vectorizes only with
+// -fno-trapping-math, which we do not pass.
+inline float disc_floor_small(float t) {
+  const float r = (t + 12582912.0f) - 12582912.0f;
+  return r > t ? r - 1.0f : r;
+}
+inline double disc_floor_small(double t) {
+  const double r = (t + 6755399441055744.0) - 6755399441055744.0;
+  return r > t ? r - 1.0 : r;
+}
+
+// a * 2^e for integral-valued e, overflow/underflow safe (pldexp_generic).
+inline float disc_ldexp_f(float a, float e) {
+  const int32_t ei = int32_t(disc_pmin(disc_pmax(e, -278.0f), 278.0f));
+  int32_t b = ei >> 2;
+  float c = disc_bits<float>(uint32_t(b + 127) << 23);
+  float out = a * c * c * c;
+  b = ei - 3 * b;
+  c = disc_bits<float>(uint32_t(b + 127) << 23);
+  return out * c;
+}
+inline double disc_ldexp_d(double a, double e) {
+  const int64_t ei = int64_t(disc_pmin(disc_pmax(e, -2099.0), 2099.0));
+  int64_t b = ei >> 2;
+  double c = disc_bits<double>(uint64_t(b + 1023) << 52);
+  double out = a * c * c * c;
+  b = ei - 3 * b;
+  c = disc_bits<double>(uint64_t(b + 1023) << 52);
+  return out * c;
+}
+
+// pexp_float
+inline float disc_exp(float x0) {
+  const float x = disc_pmin(x0, 88.723f);
+  const float m = disc_floor_small(disc_madd(x, 1.44269504088896341f, 0.5f));
+  float r = disc_madd(m, -0.693359375f, x);
+  r = disc_madd(m, 2.12194440e-4f, r);
+  const float r2 = r * r;
+  float p_even = disc_madd(r2, 1.37449637986719608306884765625e-3f, 4.166965186595916748046875e-2f);
+  const float p_odd = disc_madd(r2, 8.36894474923610687255859375e-3f, 0.16666518151760101318359375f);
+  p_even = disc_madd(r2, p_even, 0.49999988079071044921875f);
+  const float p_low = r + 1.0f;
+  float y = disc_madd(r, p_odd, p_even);
+  y = disc_madd(r2, y, p_low);
+  const float res = disc_pmax(disc_ldexp_f(y, m), x0);
+  return x0 < -104.0f ? 0.0f : res;
+}
+// pexp_double
+inline double disc_exp(double x0) {
+  const double x = disc_pmin(x0, 709.784);
+  const double fx = disc_floor_small(disc_madd(1.4426950408889634073599, x, 0.5));
+  double g = x - fx * 0.693145751953125;
+  g = g - fx * 1.42860682030941723212e-6;
+  const double x2 = g * g;
+  double px = 1.26177193074810590878e-4;
+  px = disc_madd(px, x2, 3.02994407707441961300e-2);
+  px = disc_madd(px, x2, 9.99999999999999999910e-1);
+  px = px * g;
+  double qx = 3.00198505138664455042e-6;
+  qx = disc_madd(qx, x2, 2.52448340349684104192e-3);
+  qx = disc_madd(qx, x2, 2.27265548208155028766e-1);
+  qx = disc_madd(qx, x2, 2.00000000000000000009e0);
+  double y = px / (qx - px);
+  y = disc_madd(2.0, y, 1.0);
+  const double res = disc_pmax(disc_ldexp_d(y, fx), x0);
+  return x0 < -745.519 ? 0.0 : res;
+}
+
+// pfrexp_generic (float): mantissa in [0.5,1) and exponent.
+inline float disc_frexp_f(float a, float& e) {
+  const bool denorm = __builtin_fabsf(a) < 1.17549435e-38f;
+  const float na = denorm ? a * 16777216.0f : a;
+  const float off = denorm ? -150.0f : -126.0f;
+  const float be = float(int32_t((disc_bits<uint32_t>(na) & 0x7fffffffu) >> 23));
+  const bool special = a == 0.0f || be == 255.0f;
+  const float m = disc_bits<float>((disc_bits<uint32_t>(na) & 0x807fffffu) | 0x3f000000u);
+  e = special ? 0.0f : be + off;
+  return special ? a : m;
+}
+inline double disc_frexp_d(double a, double& e) {
+  const bool denorm = __builtin_fabs(a) < 2.2250738585072014e-308;
+  const double na = denorm ? a * 9007199254740992.0 : a;
+  const double off = denorm ? -1075.0 : -1022.0;
+  const double be = double(int64_t((disc_bits<uint64_t>(na) & 0x7fffffffffffffffull) >> 52));
+  const bool special = a == 0.0 || be == 2047.0;
+  const double m = disc_bits<double>((disc_bits<uint64_t>(na) & 0x800fffffffffffffull) |
+                                     0x3fe0000000000000ull);
+  e = special ? 0.0 : be + off;
+  return special ? a : m;
+}
+
+// plog_float
+inline float disc_log(float x0) {
+  float e;
+  float x = disc_frexp_f(x0, e);
+  const bool lt = x < 0.707106781186547524f;
+  const float tmp = lt ? x : 0.0f;
+  x = x - 1.0f;
+  e = e - (lt ? 1.0f : 0.0f);
+  x = x + tmp;
+  float p = disc_madd(disc_madd(0.18256296349849254f, x, 1.0000000190281063f), x, 1.0000000190281136f);
+  p = x * p;
+  const float q = disc_madd(disc_madd(disc_madd(0.049616247954120038f, x, 0.59923249590823520f), x,
+                                      1.4999999999999927f), x, 1.0f);
+  x = p / q;
+  x = disc_madd(e, 0.693147180559945309417f, x);
+  if (!(x0 >= 0.0f)) x = disc_bits<float>(0xffffffffu);
+  if (x0 == __builtin_inff()) x = x0;
+  if (x0 == 0.0f) x = -__builtin_inff();
+  return x;
+}
+// plog_double
+inline double disc_log(double x0) {
+  double e;
+  double x = disc_frexp_d(x0, e);
+  const bool lt = x < 0.70710678118654752440E0;
+  const double tmp = lt ? x : 0.0;
+  x = x - 1.0;
+  e = e - (lt ? 1.0 : 0.0);
+  x = x + tmp;
+  const double x2 = x * x, x3 = x2 * x;
+  double y = disc_madd(1.01875663804580931796E-4, x, 4.97494994976747001425E-1);
+  double y1 = disc_madd(1.44989225341610930846E1, x, 1.79368678507819816313E1);
+  y = disc_madd(y, x, 4.70579119878881725854E0);
+  y1 = disc_madd(y1, x, 7.70838733755885391666E0);
+  double y_ = disc_madd(y, x3, y1);
+  y = disc_madd(1.0, x, 1.12873587189167450590E1);
+  y1 = disc_madd(8.29875266912776603211E1, x, 7.11544750618563894466E1);
+  y = disc_madd(y, x, 4.52279145837532221105E1);
+  y1 = disc_madd(y1, x, 2.31251620126765340583E1);
+  y = disc_madd(y, x3, y1);
+  y_ = y_ * x3;
+  y = y_ / y;
+  y = disc_madd(-0.5, x2, y);
+  x = x + y;
+  x = disc_madd(e, 0.693147180559945309417, x);
+  if (!(x0 >= 0.0)) x = disc_bits<double>(0xffffffffffffffffull);
+  if (x0 == __builtin_inf()) x = x0;
+  if (x0 == 0.0) x = -__builtin_inf();
+  return x;
+}
+
+// generic_log1p / generic_expm1 (Kahan)
+template <class T> inline T disc_log1p(T x) {
+  const T xp1 = x + T(1);
+  const T log1 = disc_log(xp1);
+  const T large = x * (log1 / (xp1 - T(1)));
+  return (xp1 == T(1) || xp1 == log1) ? x : large;
+}
+template <class T> inline T disc_expm1(T x) {
+  const T u = disc_exp(x);
+  const T um1 = u - T(1);
+  const T logu = disc_log(u);
+  T r = um1 * (x / logu);
+  r = logu == u ? u : r;
+  r = um1 == T(-1) ? T(-1) : r;
+  return u == T(1) ? x : r;
+}
+
+// ptanh_float / ptanh_double: odd/even rational approximations.
+inline float disc_tanh(float a) {
+  const float c = 7.90738964080810547f;  // the non-FMA clamp
+  const float x = disc_pmax(disc_pmin(a, c), -c);
+  const float x2 = x * x, x3 = x2 * x;
+  float p = disc_madd(disc_madd(disc_madd(1.394553628e-8f, x2, 2.102733560e-5f), x2, 3.520756727e-3f),
+                      x2, 1.340216100e-1f);
+  float q = disc_madd(disc_madd(disc_madd(disc_madd(8.015776984e-7f, x2, 3.326951409e-4f), x2,
+                                          2.597254514e-2f), x2, 4.673548340e-1f), x2, 1.0f);
+  p = disc_madd(x3, p, x);
+  return p / q;
+}
+inline double disc_tanh(double a) {
+  const double c = 17.714196154005176;  // the non-FMA clamp
+  static constexpr double al[] = {2.6158007860482230e-23, 7.6534862268749319e-19, 3.1309488231386680e-15,
+                                  4.2303918148209176e-12, 2.4618379131293676e-09, 6.8644367682497074e-07,
+                                  9.3839087674268880e-05, 5.9809711724441161e-03, 1.5184719640284322e-01};
+  static constexpr double be[] = {6.463747022670968018e-21, 5.782506856739003571e-17,
+                                  1.293019623712687916e-13, 1.123643448069621992e-10,
+                                  4.492975677839633985e-08, 8.785185266237658698e-06,
+                                  8.295161192716231542e-04, 3.437448108450402717e-02,
+                                  4.851805297361760360e-01, 1.0};
+  const double x = disc_pmax(disc_pmin(a, c), -c);
+  const double x2 = x * x, x3 = x2 * x;
+  double p = al[0], q = be[0];
+  for (int i = 1; i < 9; ++i) p = disc_madd(p, x2, al[i]);
+  for (int i = 1; i < 10; ++i) q = disc_madd(q, x2, be[i]);
+  p = disc_madd(x3, p, x);
+  return p / q;
+}
+
+// scalar_logistic_op<float>::packetOp
+inline float disc_logistic(float x0) {
+  float x = disc_pmin(x0, 16.6355324f);
+  x = x * 0.5f;
+  const float m = disc_floor_small(disc_madd(x, 1.44269504088896341f, 0.5f));
+  float r = disc_madd(m, -0.693359375f, x);
+  r = disc_madd(m, 2.12194440e-4f, r);
+  const float r2 = r * r;
+  const float p_even = disc_madd(r2, 4.1898667812347412109375e-2f, 0.49999141693115234375f);
+  const float p_odd = disc_madd(r2, 8.33471305668354034423828125e-3f, 0.16666877269744873046875f);
+  float p = disc_madd(r, p_odd, p_even);
+  p = disc_madd(r2, p, r + 1.0f);
+  // pldexp_fast: biased exponent clamped to [0, 255].
+  const int32_t be = int32_t(disc_pmin(disc_pmax(m + 127.0f, 0.0f), 255.0f));
+  float e = p * disc_bits<float>(uint32_t(be) << 23);
+  e = e * e;
+  return x0 < -104.0f ? 0.0f : e / (1.0f + e);
+}
+// scalar_logistic_op_impl (double)
+inline double disc_logistic(double x) {
+  const double e = disc_exp(x);
+  return e == __builtin_inf() ? 1.0 : e / (1.0 + e);
+}
+
+// generic_fast_erf<float>
+inline float disc_erf(float x) {
+  const float x2 = disc_pmin(16.0f, x * x);
+  float p = 2.123732201653183437883853912353515625e-06f;
+  p = disc_madd(p, x2, 2.861979592125862836837768554687500000e-04f);
+  p = disc_madd(p, x2, 3.658048342913389205932617187500000000e-03f);
+  p = disc_madd(p, x2, 5.243302136659622192382812500000000000e-02f);
+  p = disc_madd(p, x2, 1.874160766601562500000000000000000000e-01f);
+  p = disc_madd(p, x2, 1.128379106521606445312500000000000000e+00f);
+  p = x * p;
+  float q = 3.89185734093189239501953125000e-05f;
+  q = disc_madd(q, x2, 1.14329601638019084930419921875e-03f);
+  q = disc_madd(q, x2, 1.47520881146192550659179687500e-02f);
+  q = disc_madd(q, x2, 1.12945675849914550781250000000e-01f);
+  q = disc_madd(q, x2, 4.99425798654556274414062500000e-01f);
+  q = disc_madd(q, x2, 1.0f);
+  return disc_pmax(disc_pmin(p / q, 1.0f), -1.0f);
+}
+
+// generic_fast_erfc<float>, both branches computed and selected.
+inline float disc_erfc(float x_in) {
+  const float x = disc_pmin(disc_pmax(x_in, -11.0f), 11.0f);
+  const float x2 = x * x;
+  float s = 5.61802298761904239654541015625e-04f;
+  s = disc_madd(s, x2, -4.91381669417023658752441406250e-03f);
+  s = disc_madd(s, x2, 2.67075151205062866210937500000e-02f);
+  s = disc_madd(s, x2, -1.12800106406211853027343750000e-01f);
+  s = disc_madd(s, x2, 3.76122951507568359375000000000e-01f);
+  s = disc_madd(s, x2, -1.12837910652160644531250000000e+00f);
+  const float small = disc_madd(x, s, 1.0f);
+  // x*x = x2 + x2_lo exactly (twoprod_low by Veltkamp splitting, no FMA).
+  const float gamma = 4097.0f * x;
+  const float hi = (x - gamma) + gamma;
+  const float lo = x - hi;
+  float x2_lo = disc_madd(hi, hi, -x2);
+  x2_lo = disc_madd(hi, lo, x2_lo);
+  x2_lo = disc_madd(lo, hi, x2_lo);
+  x2_lo = disc_madd(lo, lo, x2_lo);
+  const float exp2_hi = disc_exp(-x2);
+  const float z = exp2_hi - exp2_hi * x2_lo;
+  const float q2 = 1.0f / x2;
+  float num = 1.0208116471767425537109375e-01f;
+  num = disc_madd(num, q2, 4.2920666933059692382812500e-01f);
+  num = disc_madd(num, q2, 3.2379078865051269531250000e-01f);
+  num = disc_madd(num, q2, 5.3971976041793823242187500e-02f);
+  float den = 1.7251677811145782470703125e-02f;
+  den = disc_madd(den, q2, 3.9137163758277893066406250e-01f);
+  den = disc_madd(den, q2, 1.0000000000000000000000000e+00f);
+  den = disc_madd(den, q2, 6.2173241376876831054687500e-01f);
+  den = disc_madd(den, q2, 9.5662862062454223632812500e-02f);
+  const float large = disc_madd(z, num / (x * den), x < 0.0f ? 2.0f : 0.0f);
+  return 1.0f < x2 ? large : small;
+}
+
+template <class T> inline T disc_elu(T x) { return x < T(0) ? T(disc_exp(x) - T(1)) : x; }
 template <class T> inline T disc_selu(T x) {
   const T scale = T(1.0507009873554804934193349852946);
   const T scale_alpha = T(1.7580993408473768599402175208123);
-  return x < T(0) ? T(scale_alpha * (std::exp(x) - T(1))) : T(scale * x);
+  return x < T(0) ? T(scale_alpha * (disc_exp(x) - T(1))) : T(scale * x);
 }
 template <class T> inline T disc_softplus(T x) {
-  const T threshold = std::log(std::numeric_limits<T>::epsilon()) + T(2);
-  if (x > -threshold) return x;
-  T e = std::exp(x);
-  if (x < threshold) return e;
-  return std::log(e + T(1));
+  const T threshold = T(std::log(std::numeric_limits<T>::epsilon()) + T(2));
+  const T e = disc_exp(x);
+  const T mid = disc_log(e + T(1));
+  return x > -threshold ? x : (x < threshold ? e : mid);
 }
 template <class T> inline T disc_floor_div_int(T x, T y, int32_t& err) {
   if (y == 0) { err = 1; return 0; }

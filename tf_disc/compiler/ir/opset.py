@@ -19,7 +19,7 @@ class IrOpSpec:
 _UNARY = [
     "abs", "negate", "exponential", "exponential_minus_one", "log", "log_plus_one",
     "sqrt", "rsqrt", "square", "reciprocal", "sine", "cosine", "tan", "tanh",
-    "logistic", "relu", "relu6", "elu", "selu", "leaky_relu", "softplus", "erf",
+    "logistic", "relu", "relu6", "elu", "selu", "leaky_relu", "softplus", "erf", "erfc",
     "floor", "ceil", "round_nearest_even", "sign", "not", "copy",
 ]
 _UNARY_BOOL = ["is_nan", "is_inf", "is_finite"]

@@ -43,6 +43,7 @@ RULES = [
     _unary("LeakyRelu", "leaky_relu", FLOATS, alpha=("alpha", 0.2)),
     _unary("Softplus", "softplus"),
     _unary("Erf", "erf"),
+    _unary("Erfc", "erfc"),
     _unary("Floor", "floor"),
     _unary("Ceil", "ceil"),
     # Integer Round is left to TF: TF 2.21's CPU kernel returns zeros for it.
