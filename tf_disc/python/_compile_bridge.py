@@ -9,6 +9,7 @@ import atexit
 import ctypes
 import json
 import logging
+import sys
 from typing import Callable
 
 from . import _library
@@ -40,6 +41,8 @@ def make_callback(current_options: Callable[[], Options]):
     def on_compile(request_json, fdef_ptr, fdef_len, reply_ptr, reply_cap):
         request: dict = {}
         try:
+            if sys.is_finalizing():  # exiting: don't start a compile
+                raise RuntimeError("interpreter is shutting down")
             request = json.loads(request_json.decode())
             fdef = ctypes.string_at(fdef_ptr, fdef_len)
             reply = service.compile_request(request, fdef, _compile_options(current_options()))
