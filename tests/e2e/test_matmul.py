@@ -112,3 +112,23 @@ def test_unsupported_einsum_stays_in_tf(disc):
     stats = disc.stats()
     assert total(stats, "fallbacks") == 0, stats
     assert total(stats, "compiles") >= 1, stats
+
+
+def test_tf1_session_dense_layer(disc):
+    from graph_inspection import tf1_executed_ops
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [None, D], name="x")
+        w = tf.constant(np.random.default_rng(7).standard_normal((D, 16)).astype(np.float32))
+        b = tf.constant(np.random.default_rng(8).standard_normal(16).astype(np.float32))
+        out = tf.identity(tf.nn.relu6(tf.matmul(x, w, transpose_b=False) + b) - 1.0, name="out")
+    with tf.compat.v1.Session(graph=graph) as session:
+        x0 = np.ones((3, D), np.float32)
+        assert "DiscLaunch" in tf1_executed_ops(session, out, {x: x0})
+        wv, bv = session.run([w, b])
+        for i, n in enumerate([3, 1, 0, 40]):
+            xv = np.random.default_rng(i).standard_normal((n, D)).astype(np.float32)
+            _close(session.run(out, {x: xv}), np.clip(xv @ wv + bv, 0, 6) - 1.0)
+    stats = disc.stats()
+    assert total(stats, "fallbacks") == 0, stats
+    assert total(stats, "compiles") == 1, stats
