@@ -12,7 +12,9 @@ from ..ir.opset import spec
 from ..shapes.symbolic import is_static, parse_dim
 from .cstr import c_string
 from .gemm import emit_dot
+from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo
+from .reduce import emit_reduce
 from .prelude import ERROR_MESSAGES
 
 # Below this many cost units a kernel runs on the calling thread.
@@ -34,6 +36,12 @@ class DimNames:
         p = parse_dim(d)
         if p[0] == "sym":
             raise KeyError(f"symbol {d} is not read from any input")
+        if p[0] == "expr":
+            expr = _dim_expr(p[1], [self(x) for x in p[2]])
+            name = f"d{len(self.names)}"
+            self.lines.append(f"  const int64_t {name} = {expr};")
+            self.names[d] = name
+            return name
         parts = [self(x) for x in p[1]]
         name = f"d{len(self.names)}"
         # Valid once the broadcast asserts passed: the non-1 part (or 1).
@@ -43,6 +51,23 @@ class DimNames:
         self.lines.append(f"  const int64_t {name} = {expr};")
         self.names[d] = name
         return name
+
+
+def _dim_expr(fn: str, a: list[str]) -> str:
+    """C++ for a derived dim (shapes/symbolic.py EXPR_FNS)."""
+    if fn == "mul":
+        return "(" + " * ".join(a) + ")"
+    if fn == "add":
+        return "(" + " + ".join(a) + ")"
+    if fn == "sub":
+        return f"({a[0]} - {a[1]})"
+    if fn == "floordiv":  # floor division, 0 for a zero divisor
+        x, y = a
+        return (f"({y} == 0 ? int64_t(0) : ({x} / {y} - (({x} % {y} != 0) && "
+                f"(({x} < 0) != ({y} < 0)))))")
+    if fn in ("max", "min"):
+        return f"({a[0]} {'>' if fn == 'max' else '<'} {a[1]} ? {a[0]} : {a[1]})"
+    raise KeyError(f"unknown dim function {fn}")
 
 
 def _array(name: str, items: list[str]) -> str:
@@ -112,6 +137,14 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo]) -> tuple[str, str]:
     body += dn.lines
     dn.lines = []
     body += checks
+    for op in func.ops:  # shape-valued tensors computed on the host
+        if op.name == "dims_tensor":
+            t, vals = op.result.dtype.ctype, [dn(d) for d in op.attrs["dims"]]
+            body += dn.lines
+            dn.lines = []
+            items = ", ".join(f"{t}({v})" for v in vals) or "0"
+            body.append(f"  const {t} h_{op.result.name}[{max(len(vals), 1)}] = {{{items}}};")
+            ptr[op.result] = f"h_{op.result.name}"
     # Buffers: outputs and temps.
     for op in func.ops:
         if op.name != "fusion" and spec(op.name).kind != "library":
@@ -138,6 +171,8 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo]) -> tuple[str, str]:
             body += _launch(op, kernels[op], dn, ptr)
         elif op.name == "dot":
             body += emit_dot(op, dn, ptr, k)
+        elif op.name in ("reduce", "argreduce"):
+            body += emit_reduce(op, dn, ptr, k)
     body.append("  return 0;")
     entry = ["extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_abi_version(void) { return DISC_ABI_VERSION; }", "",
              "extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_entry(const DiscRuntime* rt, const DiscBuffer* inputs,",
@@ -148,6 +183,10 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo]) -> tuple[str, str]:
 def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str]) -> list[str]:
     shape = op.results[0].shape
     dims = [dn(d) for d in shape]
+    hostvals = [dn(d) for d in k.hostvals]
+    for ld in k.loads:
+        for d in ld.source.shape:
+            dn(d)
     out = list(dn.lines)
     dn.lines = []
     c = f"k{op.attrs['kernel']}"
@@ -158,7 +197,9 @@ def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str]) -> list[
         out.append(f"    {c}.o{m} = {ptr[r]};")
     for d, e in enumerate(dims):
         out.append(f"    {c}.dims[{d}] = {e};")
-    fast = ["true"]
+    for j, e in enumerate(hostvals):
+        out.append(f"    {c}.h[{j}] = {e};")
+    fast = ["false"] if k.needs_idx else ["true"]
     for j, ld in enumerate(k.loads):
         src = [dn(d) for d in ld.source.shape]
         out += dn.lines
@@ -180,6 +221,24 @@ def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str]) -> list[
     for code, msg in ERROR_MESSAGES.items():
         out.append(f"    if ({c}.err == {code}) return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
                    f"{c_string(msg)}, \"\", \"\");")
+    if k.uses_gather:  # TF: "indices[1,2] = 7 is not in [0, 5)"
+        ind_shape, limit = k.uses_gather
+        idims = [dn(d) for d in ind_shape]
+        lim = dn(limit)
+        out += dn.lines
+        dn.lines = []
+        out += [f"    if ({c}.err == {GATHER_ERROR}) {{",
+                f"      {_array('gd', idims)}",
+                f"      int64_t gi[{max(len(idims), 1)}] = {{0}}, rem = {c}.bad_pos;",
+                f"      for (int d = {len(idims) - 1}; d >= 0; --d) {{ gi[d] = rem % gd[d]; "
+                "rem /= gd[d]; }",
+                "      char a[512], b[128];",
+                f"      disc_fmt_shape(a, sizeof a, gi, {len(idims)});",
+                f"      snprintf(b, sizeof b, \"%lld is not in [0, %lld)\", "
+                f"(long long){c}.bad_val, (long long){lim});",
+                "      return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
+                f"{c_string('indices{0} = {1}')}, a, b);",
+                "    }"]
     for name in op.attrs.get("frees", []):
         out.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
     out.append("  }")

@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir.core import Op, Value
+from ..ir.opset import spec
 from . import ops as optable
+from .index_ops import IndexCtx, emit_index
 
 
 @dataclasses.dataclass
@@ -31,6 +33,11 @@ class KernelInfo:
     loads: list[Load]        # strided loads (field st<j>)
     cost: int
     source: str = ""
+    # Index ops (codegen/index_ops.py): dims the host passes in (field h),
+    # whether the kernel needs the multi-index loop, gather error fields.
+    hostvals: list = dataclasses.field(default_factory=list)
+    needs_idx: bool = False
+    uses_gather: bool = False
 
 
 def _scalar_const(v: Value, consts: dict[Value, Op]) -> str | None:
@@ -68,9 +75,22 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
         e = f"c.p{buf(v)}[i]"
         return e, e
 
+    def scalar_operand(v: Value) -> str:
+        if v not in defined and v.type.rank == 0 and _scalar_const(v, consts) is None:
+            return f"c.p{buf(v)}[0]"
+        return operand(v)[1]
+
+    ictx = IndexCtx(buf, scalar_operand)
     cost = 0
     for inner in op.region.ops:
         res = inner.result
+        if spec(inner.name).kind == "index":
+            t = res.dtype.ctype
+            info.needs_idx = True
+            stmts_slow.append(f"const {t} {res.name} = {emit_index(inner, ictx)};")
+            exprs[res] = (res.name, res.name)
+            cost += 2
+            continue
         if inner.name == "broadcast_in_dim":
             (x,) = inner.operands
             lit = _scalar_const(x, consts)
@@ -95,10 +115,13 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
         exprs[res] = (res.name, res.name)
         cost += optable.cost(inner.name)
     info.cost = max(cost, 1) + len(op.results)
+    info.hostvals, info.uses_gather = ictx.hostvals, ictx.uses_gather
     for m, v in enumerate(op.region.outputs):
         f, s = operand(v)
         stmts_fast.append(f"c.o{m}[i] = {f};")
         stmts_slow.append(f"c.o{m}[i] = {s};")
+    if info.needs_idx:  # host sets fast = false
+        stmts_fast = []
     info.source = _render(info, stmts_fast, stmts_slow)
     return info
 
@@ -120,6 +143,10 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
     fields += [f"  {v.dtype.ctype}* o{m};" for m, v in enumerate(info.op.results)]
     fields.append(f"  int64_t dims[{max(r, 1)}];")
     fields += [f"  int64_t st{j}[{max(r, 1)}];" for j in range(len(info.loads))]
+    if info.hostvals:
+        fields.append(f"  int64_t h[{len(info.hostvals)}];")
+    if info.uses_gather:
+        fields.append("  int64_t bad_pos, bad_val;")
     fields.append("  bool fast;")
     fields.append("  int32_t err;")
     nl = len(info.loads)
@@ -133,7 +160,7 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
              "    for (int64_t i = begin; i < end; ++i) {",
              *[ind + s for s in fast],
              "    }"]
-    if r >= 2 and nl:
+    if r >= 2 and nl and not info.needs_idx:
         lines += _render_rows(info, slow)
     lines += ["  } else {"]
     if r:
@@ -146,6 +173,8 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
         for j in range(nl):
             lines.append(f"    int64_t o{j} = 0;")
             lines.append(f"    for (int d = 0; d < {r}; ++d) o{j} += idx[d] * c.st{j}[d];")
+    if not r and info.needs_idx:
+        lines.append("    const int64_t idx[1] = {0};")
     lines += ["    for (int64_t i = begin; i < end; ++i) {", *[ind + s for s in slow]]
     if r:
         lines += [f"      for (int d = {r - 1}; d >= 0; --d) {{",

@@ -34,7 +34,7 @@ def _check_rules(rule, node: Node, b: Builder, xs: list[Value], outs: list[Value
     want_dt = rule.dtype_rule([x.dtype for x in xs], node.attrs)
     want_shape = rule.shape_rule(b.env, [x.shape for x in xs], node.attrs)
     for o, dt, shp in zip(outs, want_dt, want_shape):
-        if o.dtype != dt or o.type.rank != len(shp):
+        if o.dtype != dt or (shp is not None and o.type.rank != len(shp)):
             raise CompileError(f"lowering of {node.op} node '{node.name}' produced "
                                f"{o.type}, rules say {dt.name} rank {len(shp)}")
 

@@ -46,6 +46,25 @@ OPSET.update({
     "assert_dim_eq": IrOpSpec(0, "assert"),
     "fusion": IrOpSpec(-1, "fusion", "attr"),
 })
+# Shape/layout ops (ops/shape_ops.py; C++ in codegen/index_ops.py).  "index"
+# ops read materialized buffers at positions computed from the output's
+# multi-index; they fuse with elementwise consumers (a kernel holding one
+# walks the multi-index).  Dims in their attrs are dim strings.
+OPSET.update({
+    "view": IrOpSpec(1, "index", "same"),         # offset = base + sum idx[d]*strides[d]
+    "reshape": IrOpSpec(1, "index", "same"),      # same row-major flat index
+    "tile": IrOpSpec(1, "index", "same"),
+    "pad": IrOpSpec(2, "index", "same"),          # (x, scalar pad value), attr lo
+    "concatenate": IrOpSpec(-1, "index", "same"),  # attr dimension
+    "gather": IrOpSpec(2, "index", "attr", may_fail=True),  # (params, indices), attr axis
+    "iota": IrOpSpec(0, "index", "attr"),         # attr dimension
+    # Host side: a small int tensor whose elements are dims (attr "dims").
+    "dims_tensor": IrOpSpec(0, "host", "attr"),
+    # Own kernels (codegen/reduce.py), operands materialized.
+    "reduce": IrOpSpec(1, "library", "same"),     # attrs kind, dimensions
+    "argreduce": IrOpSpec(1, "library", "attr"),  # attrs kind, dimension
+})
+REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or", "max_ignore_nan")
 # Library ops: run by the runtime (own top-level call, not fused); their
 # computed operands are materialized, consumers read their result buffers.
 OPSET.update({

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 from ..dtypes import ALL, FLOATS, INTS, NUMERIC
+from .hostvals import fold_binary
 from .rule import OpRule, bool_dtype, broadcast_shape
 
 
 def _binary(ir_float: str, ir_int: str | None = None, **attrs):
     """Broadcast both operands, then one IR op (int variant if given)."""
     def lower(b, node, xs):
+        host = fold_binary(b, ir_int or ir_float, xs)  # shape arithmetic (hostvals.py)
+        if host is not None:
+            return [host]
         x, y = b.broadcast_all(list(xs), node.name, node.op)
         name = ir_int if (ir_int and not x.dtype.is_float) else ir_float
         if name == "compare":

@@ -4,6 +4,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..dtypes import ALL, NUMERIC
 from ..errors import Unsupported
+from .hostvals import host_dims, make_host
 from .rule import OpRule, same_shape
 
 
@@ -25,7 +26,11 @@ def lower_identity(b, node, xs):
 
 
 def lower_cast(b, node, xs):
-    return [b.convert(xs[0], dtypes.from_tf(node.attrs["DstT"]))]
+    dst = dtypes.from_tf(node.attrs["DstT"])
+    hd = host_dims(b, xs[0])  # int shape values stay symbolic (hostvals.py)
+    if hd is not None and dst.is_int:
+        return [make_host(b, hd, dst, scalar=xs[0].type.rank == 0)]
+    return [b.convert(xs[0], dst)]
 
 
 def _cast_dtype(dts, attrs):

@@ -20,16 +20,25 @@ log = logging.getLogger("blade_disc_tf.compiler")
 
 
 def _is_computed(op: Op) -> bool:
-    return spec(op.name).kind in ("elementwise", "broadcast")
+    return spec(op.name).kind in ("elementwise", "broadcast", "index")
 
 
 def _is_library(op: Op) -> bool:
+    """Ops with their own top-level call (dot, reduce): not fused; their
+    computed operands are materialized."""
     return spec(op.name).kind == "library"
+
+
+def _reads_shifted(op: Op) -> bool:
+    """Ops that read their operands at other positions than their own."""
+    return spec(op.name).kind in ("broadcast", "index", "library")
 
 
 def fuse(func: Func) -> Func:
     producer = {r: op for op in func.ops for r in op.results}
     computed = {r for op in func.ops if _is_computed(op) for r in op.results}
+    barriers = [op for op in func.ops if _is_library(op)]
+    barrier_vals = {r for op in barriers for r in op.results}
     materialized: list[Value] = []
     mat_set: set[Value] = set()
 
@@ -41,49 +50,49 @@ def fuse(func: Func) -> Func:
     for v in func.rets:
         mark(v)
     for op in func.ops:
-        if op.name == "broadcast_in_dim" and op.operands[0] in computed:
-            log.debug("fusion: %%%s is materialized (broadcast to another shape)",
-                      op.operands[0].name)
-            mark(op.operands[0])
-        if _is_library(op):
-            for v in op.operands:
-                if v in computed and v not in mat_set:
-                    log.debug("fusion: %%%s is materialized (operand of %s)", v.name, op.name)
-                mark(v)
-    # Library op results (dot) are buffers like materialized values; a
-    # kernel reading one runs at a later level than the library op.
-    lib_results = {r for op in func.ops if _is_library(op) for r in op.results}
+        if _reads_shifted(op):
+            for x in op.operands:
+                if x in computed and x not in mat_set:
+                    log.debug("fusion: %%%s is materialized (read by %s)", x.name, op.name)
+                mark(x)
 
     # Backward slices and levels, in program order.
     order = {op_: i for i, op_ in enumerate(func.ops)}
     slices: dict[Value, set[Op]] = {}
-    deps: dict[Value, set[Value]] = {}
+    deps: dict[Value, dict[Value, bool]] = {}   # materialized dep -> read shifted?
+    bdeps: dict[Value, set[Value]] = {}          # library results read
     for m in sorted(materialized, key=lambda v: order[producer[v]]):
         seen_ops: set[Op] = set()
-        ext: set[Value] = set()
-        stack = [m]
+        ext: dict[Value, bool] = {}
+        bext: set[Value] = set()
+        stack = [(m, False)]
         while stack:
-            v = stack.pop()
+            v, shifted = stack.pop()
             op = producer.get(v)
             if op is None or not _is_computed(op) or (v in mat_set and v is not m):
-                if v in mat_set or v in lib_results:
-                    ext.add(v)
+                if v in mat_set:
+                    ext[v] = ext.get(v, False) or shifted
+                if v in barrier_vals:  # library results
+                    bext.add(v)
                 continue
             if op in seen_ops:
                 continue
             seen_ops.add(op)
-            stack.extend(op.operands)
-        slices[m], deps[m] = seen_ops, ext
+            stack.extend((x, _reads_shifted(op)) for x in op.operands)
+        slices[m], deps[m], bdeps[m] = seen_ops, ext, bext
     level: dict[Value, int] = {}
-    for op in func.ops:  # program order: deps first
-        if _is_library(op):
-            # Same level as its latest operand kernel (emitted after it).
-            lvl = max((level[u] for u in op.operands if u in level), default=0)
-            level.update({r: lvl for r in op.results})
+    blevel: dict[Value, int] = {}
+    for op in func.ops:
+        if op in barriers:
+            # runs after the kernels of its level; its readers one level later
+            lv = max([level.get(u, 0) for u in op.operands], default=0)
+            for r in op.results:
+                blevel[r] = level[r] = lv
         for m in op.results:
             if m in mat_set:
-                level[m] = max((level[u] + (u.shape != m.shape or u in lib_results)
-                                for u in deps[m]), default=0)
+                level[m] = max([level[u] + (sh or u.shape != m.shape)
+                                for u, sh in deps[m].items()]
+                               + [blevel[b] + 1 for b in bdeps[m]], default=0)
 
     groups: dict[tuple, list[Value]] = {}
     for m in sorted(materialized, key=lambda v: order[producer[v]]):
@@ -91,6 +100,7 @@ def fuse(func: Func) -> Func:
 
     namer = Namer.for_func(func)
     outer: dict[Value, Value] = {}   # inner materialized value -> fusion result
+    emitted: set[Value] = set()
     kernels: list[tuple[int, int, Op]] = []
     for k, ((lvl, _shape), roots) in enumerate(sorted(groups.items(), key=lambda kv: (
             kv[0][0], min(order[producer[v]] for v in kv[1])))):
@@ -98,20 +108,30 @@ def fuse(func: Func) -> Func:
         defined = {r for o in body_ops for r in o.results}
         # Reads of other kernels' outputs go through their fusion results.
         inner_ops = []
+        # A value recomputed in a second kernel gets a fresh name there (SSA).
+        rename: dict[Value, Value] = {}
         for o in body_ops:
-            ops_in = [outer.get(v, v) if v not in defined or v in outer else v
-                      for v in o.operands]
-            inner_ops.append(Op(o.name, ops_in, list(o.results), dict(o.attrs)))
+            ops_in = [outer.get(v, v) if v not in defined or v in outer else
+                      rename.get(v, v) for v in o.operands]
+            res = []
+            for r in o.results:
+                if r in emitted:
+                    rename[r] = Value(namer(), r.type)
+                    r = rename[r]
+                emitted.add(r)
+                res.append(r)
+            inner_ops.append(Op(o.name, ops_in, res, dict(o.attrs)))
         results = [Value(namer(), r.type) for r in roots]
         for r, res in zip(roots, results):
             outer[r] = res
+        inner_defined = {r for o in inner_ops for r in o.results}
         externals: list[Value] = []
         for o in inner_ops:
             for v in o.operands:
-                if v not in defined and v not in externals:
+                if v not in inner_defined and v not in externals:
                     externals.append(v)
         fusion = Op("fusion", externals, results, {"kernel": k},
-                    Region(inner_ops, list(roots)))
+                    Region(inner_ops, [rename.get(r, r) for r in roots]))
         kernels.append((lvl, k, fusion))
         log.debug("fusion: kernel %d (level %d) computes %s from %d ops", k, lvl,
                   [r.name for r in roots], len(inner_ops))

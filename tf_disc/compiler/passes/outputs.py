@@ -10,7 +10,8 @@ from ..ir.core import Func, Namer, Op, Value
 
 def materialize_outputs(func: Func) -> Func:
     namer = Namer.for_func(func)
-    computed = {r for op in func.ops if op.name != "constant" for r in op.results}
+    computed = {r for op in func.ops if op.name not in ("constant", "dims_tensor")
+                for r in op.results}
     ops = list(func.ops)
     rets: list[Value] = []
     seen: set[Value] = set()

@@ -45,6 +45,9 @@ def parse_dim(d: Dim) -> tuple:
         return ("const", int(d))
     if d.startswith("bcast(") and d.endswith(")"):
         return ("bcast", split_dims(d[len("bcast("):-1]))
+    fn = d.split("(", 1)[0]
+    if fn in EXPR_FNS and d.endswith(")"):
+        return ("expr", fn, split_dims(d[len(fn) + 1:-1]))
     if d.isidentifier():
         return ("sym", d)
     raise ValueError(f"bad dim {d!r}")
@@ -56,6 +59,8 @@ def symbols_of(d: Dim) -> set[str]:
         return {p[1]}
     if p[0] == "bcast":
         return set().union(*(symbols_of(x) for x in p[1]))
+    if p[0] == "expr":
+        return set().union(*(symbols_of(x) for x in p[2]))
     return set()
 
 
@@ -63,6 +68,91 @@ def bcast_parts(d: Dim) -> list[Dim]:
     """Components of a (flat, n-ary) broadcast dim; [d] for other dims."""
     p = parse_dim(d)
     return list(p[1]) if p[0] == "bcast" else [d]
+
+
+# Derived dims (shape arithmetic evaluated by the host before kernels run):
+# "mul(a,b,..)", "add(a,b,..)", "sub(a,b)", "floordiv(a,b)" (0 when b == 0),
+# "max(a,b)", "min(a,b)".  Build them with the dim_* helpers, which fold
+# constants and keep one spelling for commutative forms.
+EXPR_FNS = ("mul", "add", "sub", "floordiv", "max", "min")
+
+
+def _mk(fn: str, parts: list) -> Dim:
+    return f"{fn}(" + ",".join(parts) + ")"
+
+
+def dim_mul(*ds: Dim) -> Dim:
+    const, rest = 1, []
+    for d in ds:
+        p = parse_dim(d)
+        if p[0] == "const":
+            const *= p[1]
+        elif p[0] == "expr" and p[1] == "mul":
+            for x in p[2]:
+                if is_static(x):
+                    const *= int(x)
+                else:
+                    rest.append(x)
+        else:
+            rest.append(d)
+    if const == 0 or not rest:
+        return str(const)
+    rest = sorted(rest)
+    if const != 1:
+        rest = [str(const)] + rest
+    return rest[0] if len(rest) == 1 else _mk("mul", rest)
+
+
+def dim_add(*ds: Dim) -> Dim:
+    const, rest = 0, []
+    for d in ds:
+        p = parse_dim(d)
+        if p[0] == "const":
+            const += p[1]
+        elif p[0] == "expr" and p[1] == "add":
+            for x in p[2]:
+                if is_static(x):
+                    const += int(x)
+                else:
+                    rest.append(x)
+        else:
+            rest.append(d)
+    rest = sorted(rest)
+    if const != 0 or not rest:
+        rest = rest + [str(const)]
+    return rest[0] if len(rest) == 1 else _mk("add", rest)
+
+
+def dim_sub(a: Dim, b: Dim) -> Dim:
+    if is_static(a) and is_static(b):
+        return str(int(a) - int(b))
+    if is_static(b):
+        return dim_add(a, str(-int(b)))
+    if a == b:
+        return "0"
+    return _mk("sub", [a, b])
+
+
+def dim_floordiv(a: Dim, b: Dim) -> Dim:
+    if is_static(a) and is_static(b):
+        return str(int(a) // int(b)) if int(b) else "0"
+    if b == "1":
+        return a
+    if a == b:
+        return "1"  # (0 // 0 is 0 at run time; only used where b > 0 is checked)
+    return _mk("floordiv", [a, b])
+
+
+def dim_max(a: Dim, b: Dim) -> Dim:
+    if is_static(a) and is_static(b):
+        return str(max(int(a), int(b)))
+    return a if a == b else _mk("max", sorted([a, b]))
+
+
+def dim_min(a: Dim, b: Dim) -> Dim:
+    if is_static(a) and is_static(b):
+        return str(min(int(a), int(b)))
+    return a if a == b else _mk("min", sorted([a, b]))
 
 
 def _key(d: Dim) -> tuple:

@@ -1,0 +1,107 @@
+"""C++ for the `reduce` and `argreduce` library ops: one parallel loop over
+the output elements; each walks its reduced elements (a contiguous inner
+loop when the reduced dims are a suffix of the input: row reductions).
+Emitted inline in disc_entry as a local struct with a static run function.
+f32 sums and products accumulate in double; max/min propagate NaN (TF)."""
+from __future__ import annotations
+
+from ..ir.core import Op, Value
+
+_INIT = {"sum": "0", "prod": "1", "and": "true", "or": "false"}
+
+
+def _init(kind: str, t: str) -> str:
+    if kind in ("max", "max_ignore_nan"):
+        return (f"-std::numeric_limits<{t}>::infinity()" if t in ("float", "double")
+                else f"std::numeric_limits<{t}>::lowest()")
+    if kind == "min":
+        return (f"std::numeric_limits<{t}>::infinity()" if t in ("float", "double")
+                else f"std::numeric_limits<{t}>::max()")
+    return f"{t}({_INIT[kind]})"
+
+
+def _combine(kind: str, acc: str, v: str) -> str:
+    return {"sum": f"{acc} += {v};", "prod": f"{acc} *= {v};",
+            "max": f"{acc} = disc_max({acc}, {v});",
+            # Eigen's default MaxReducer (TF's Softmax): NaN never wins
+            "max_ignore_nan": f"if ({v} > {acc}) {acc} = {v};", "min": f"{acc} = disc_min({acc}, {v});",
+            "and": f"{acc} = {acc} && {v};", "or": f"{acc} = {acc} || {v};"}[kind]
+
+
+def emit_reduce(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
+    (x,) = op.operands
+    res = op.result
+    t = x.dtype.ctype
+    n = x.type.rank
+    if op.name == "reduce":
+        red = sorted(op.attrs["dimensions"])
+        kind = op.attrs["kind"]
+    else:
+        red = [op.attrs["dimension"]]
+        kind = op.attrs["kind"]
+    kept = [d for d in range(n) if d not in red]
+    xd = [dn(d) for d in x.shape]
+    od = [dn(d) for d in res.shape]
+    out = list(dn.lines)
+    dn.lines = []
+    strides = [" * ".join(xd[d + 1:]) or "1" for d in range(n)]
+    suffix = red == list(range(n - len(red), n))
+    nk, nr = max(len(kept), 1), max(len(red), 1)
+    at = "double" if (t == "float" and kind in ("sum", "prod")) else t
+    body = [
+        f"  {{  // {op.name} {kind} over {red}",
+        "    struct R {",
+        f"      const {t}* x; {res.dtype.ctype}* o;",
+        f"      int64_t kd[{nk}], ks[{nk}], rd[{nr}], rs[{nr}], rn;",
+        "      static void run(void* cl, int64_t b, int64_t e) {",
+        "        const R& c = *static_cast<const R*>(cl);",
+        "        for (int64_t o = b; o < e; ++o) {",
+        "          int64_t base = 0, rem = o;",
+        f"          for (int d = {len(kept) - 1}; d >= 0; --d) {{ base += (rem % c.kd[d]) * c.ks[d]; "
+        "rem /= c.kd[d]; }",
+    ]
+    if op.name == "argreduce":
+        lim = "lowest()" if kind == "max" else "max()"
+        cmp = ">" if kind == "max" else "<"
+        body += [f"          {t} best = std::numeric_limits<{t}>::{lim}; int64_t bi = 0;",
+                 "          for (int64_t j = 0; j < c.rn; ++j) {",
+                 f"            const {t} v = c.x[base + j * c.rs[0]];",
+                 f"            if (v {cmp} best) {{ best = v; bi = j; }}",
+                 "          }",
+                 f"          c.o[o] = {res.dtype.ctype}(bi);"]
+    else:
+        body += [f"          {at} acc = {_init(kind, at)};"]
+        if suffix:
+            body += ["          const " + t + "* p = c.x + base;",
+                     "          for (int64_t j = 0; j < c.rn; ++j) { " + _combine(kind, "acc", f"{at}(p[j])") + " }"]
+        else:
+            r = len(red)
+            body += [f"          int64_t ri[{nr}] = {{0}}; int64_t off = base;",
+                     "          for (int64_t j = 0; j < c.rn; ++j) {",
+                     "            " + _combine(kind, "acc", f"{at}(c.x[off])"),
+                     f"            for (int d = {r - 1}; d >= 0; --d) {{",
+                     "              ++ri[d]; off += c.rs[d];",
+                     "              if (ri[d] < c.rd[d]) break;",
+                     "              off -= c.rs[d] * c.rd[d]; ri[d] = 0;",
+                     "            }",
+                     "          }"]
+        body += [f"          c.o[o] = {res.dtype.ctype}(acc);"]
+    body += ["        }", "      }", "    };",
+             f"    R r{k} = {{}};",
+             f"    r{k}.x = {ptr[x]}; r{k}.o = {ptr[res]};"]
+    for i, d in enumerate(kept):
+        body.append(f"    r{k}.kd[{i}] = {xd[d]}; r{k}.ks[{i}] = {strides[d]};")
+    for i, d in enumerate(red):
+        body.append(f"    r{k}.rd[{i}] = {xd[d]}; r{k}.rs[{i}] = {strides[d]};")
+    rn = " * ".join(xd[d] for d in red) or "1"
+    on = " * ".join(od) or "1"
+    body += [f"    r{k}.rn = {rn};",
+             f"    const int64_t n = {on};",
+             f"    if (n > 0) {{",
+             f"      if (n * ({rn} + 1) < 32768) R::run(&r{k}, 0, n);",
+             f"      else rt->parallel_for(rt->ctx, n, {rn} + 1, &R::run, &r{k});",
+             "    }"]
+    for name in op.attrs.get("frees", []):
+        body.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
+    body.append("  }")
+    return out + body

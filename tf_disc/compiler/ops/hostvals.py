@@ -1,0 +1,88 @@
+"""Shape-valued tensors: small int tensors (rank <= 1) whose elements are
+known at compile time as dim strings (tf.shape(x) -> ["s0", "s1"]).  Shape
+ops compute on them symbolically; a Reshape/Fill/BroadcastTo whose shape is
+one gets symbolic output dims, and when such a tensor is needed as data the
+host writes it (IR op dims_tensor) before kernels run."""
+from __future__ import annotations
+
+from ..errors import Unsupported
+from ..shapes.symbolic import is_static
+
+
+def _table(b) -> dict:
+    if not hasattr(b, "host_dims"):
+        b.host_dims = {}
+    return b.host_dims
+
+
+def host_dims(b, v):
+    """Elements of v as dim strings, or None when v is not shape-valued."""
+    if v.type.rank > 1 or not v.dtype.is_int:
+        return None
+    t = _table(b)
+    if v in t:
+        return list(t[v])
+    for op in reversed(b.ops):
+        if v in op.results:
+            if op.name == "constant":
+                return [str(int(x)) for x in op.attrs["value"]]
+            break
+    return None
+
+
+def make_host(b, dims: list, dtype, scalar: bool = False):
+    """A value holding dims (a constant when all are static)."""
+    dims = [str(d) for d in dims]
+    if all(is_static(d) for d in dims):
+        v = b.constant([int(d) for d in dims] if not scalar else int(dims[0]), dtype)
+    else:
+        v = b.emit("dims_tensor", [], dtype, () if scalar else (str(len(dims)),),
+                   dims=dims)
+    _table(b)[v] = dims
+    return v
+
+
+def const_ints(b, v, node, what: str) -> list[int]:
+    d = host_dims(b, v)
+    if d is None and v.dtype.is_int:
+        d = [str(int(x)) for x in const_array(b, v, node, what)]
+    if d is None or not all(is_static(x) for x in d):
+        raise Unsupported(f"node '{node.name}' ({node.op}): {what} must be a constant")
+    return [int(x) for x in d]
+
+
+def const_array(b, v, node, what: str):
+    """Any constant (float too) as a flat list."""
+    for op in reversed(b.ops):
+        if v in op.results and op.name == "constant":
+            return list(op.attrs["value"])
+    raise Unsupported(f"node '{node.name}' ({node.op}): {what} must be a constant")
+
+
+def fold_binary(b, ir_op: str, xs):
+    """Int arithmetic on shape-valued tensors stays symbolic (s0 * 64, ...);
+    None when not applicable (then the op lowers to a kernel as usual)."""
+    from ..shapes.symbolic import dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub
+    x, y = xs
+    if not x.dtype.is_int or x.dtype != y.dtype:
+        return None
+    hx, hy = host_dims(b, x), host_dims(b, y)
+    if hx is None or hy is None:
+        return None
+    if all(is_static(d) for d in hx + hy):
+        return None  # constants: canonicalize folds what it can
+    fns = {"add": dim_add, "subtract": dim_sub, "multiply": dim_mul, "maximum": dim_max,
+           "minimum": dim_min}
+    if ir_op in ("div_int", "floor_div_int") and \
+            not any(is_static(d) and int(d) < 0 for d in hx + hy):
+        fns[ir_op] = dim_floordiv
+    fn = fns.get(ir_op)
+    if fn is None:
+        return None
+    n = max(len(hx), len(hy))
+    if len(hx) != len(hy) and min(len(hx), len(hy)) != 1:
+        return None
+    hx = hx * n if len(hx) == 1 else hx
+    hy = hy * n if len(hy) == 1 else hy
+    out_scalar = x.type.rank == 0 and y.type.rank == 0
+    return make_host(b, [fn(u, v) for u, v in zip(hx, hy)], x.dtype, scalar=out_scalar)

@@ -1,0 +1,120 @@
+"""Reductions: Sum/Mean/Max/Min/Prod/All/Any (constant axes, keep_dims,
+negative axes; empty reductions give TF's identity values), ArgMax/ArgMin,
+Softmax/LogSoftmax.  Each lowers to the `reduce`/`argreduce` library ops
+(codegen/reduce.py) plus elementwise ops that fuse around them."""
+from __future__ import annotations
+
+from .. import dtypes
+from ..dtypes import BOOL, INTS, NUMERIC, FLOATS
+from ..errors import ShapeError
+from ..shapes.symbolic import dim_mul
+from .hostvals import const_ints, make_host
+from .rule import OpRule
+
+
+def _axes(b, node, x, ax) -> list[int]:
+    r = x.type.rank
+    axes = const_ints(b, ax, node, "reduction indices")
+    out = []
+    for a in axes:
+        if not -max(r, 1) <= a < max(r, 1):
+            raise ShapeError(f"Invalid reduction dimension ({a} for input with {r} "
+                             f"dimension(s) (node '{node.name}', op {node.op})")
+        out.append(a % r if r else 0)
+    return sorted(set(out)) if r else []
+
+
+def reduce_value(b, x, axes, kind, keep):
+    shape = tuple("1" if d in axes else s for d, s in enumerate(x.shape)) if keep else \
+        tuple(s for d, s in enumerate(x.shape) if d not in axes)
+    return b.emit("reduce", [x], x.dtype, shape, kind=kind, dimensions=list(axes))
+
+
+def _reduction(kind, mean=False):
+    def lower(b, node, xs):
+        x, ax = xs
+        axes = _axes(b, node, x, ax)
+        keep = bool(node.attrs.get("keep_dims", False))
+        if not axes:
+            return [x]
+        out = reduce_value(b, x, axes, kind, keep)
+        if mean:
+            count = dim_mul(*[x.shape[d] for d in axes])
+            c = make_host(b, [count], dtypes.I64, scalar=True)
+            c = b.broadcast_to(b.convert(c, x.dtype), out.shape)
+            out = b.elementwise("divide" if x.dtype.is_float else "div_int", out, c)
+        return [out]
+    lower.__name__ = f"lower_{kind}{'_mean' if mean else ''}"
+    return lower
+
+
+def _argreduce(kind):
+    def lower(b, node, xs):
+        x, ax = xs
+        (a,) = const_ints(b, ax, node, "dimension")
+        r = x.type.rank
+        if not -r <= a < r:
+            raise ShapeError(f"Expected dimension in the range [{-r}, {r}), but got {a} "
+                             f"(node '{node.name}')")
+        a %= r
+        dt = dtypes.from_tf(node.attrs.get("output_type", 9))
+        shape = tuple(s for d, s in enumerate(x.shape) if d != a)
+        return [b.emit("argreduce", [x], dt, shape, kind=kind, dimension=a)]
+    return lower
+
+
+def _softmax(log):
+    def lower(b, node, xs):
+        (x,) = xs
+        r = x.type.rank
+        if r < 1:
+            raise ShapeError(f"logits must have >= 1 dimension (node '{node.name}')")
+        last = [r - 1]
+        m = b.broadcast_to(reduce_value(b, x, last, "max_ignore_nan", True), x.shape)
+        z = b.elementwise("subtract", x, m)
+        e = b.elementwise("exponential", z)
+        s = b.broadcast_to(reduce_value(b, e, last, "sum", True), x.shape)
+        if log:
+            return [b.elementwise("subtract", z, b.elementwise("log", s))]
+        return [b.elementwise("divide", e, s)]
+    return lower
+
+
+def _keep_shape(env, shapes, attrs):
+    return [("?",) * len(shapes[0])]   # rank only; checked loosely below
+
+
+def _red_shape(env, shapes, attrs):
+    if attrs.get("keep_dims", False):
+        return [("?",) * len(shapes[0])]
+    # rank depends on the axes' values: the lowering's result is trusted
+    return [None]
+
+
+def _rule(name, lower, types):
+    return OpRule(name, lower, {"T": types, "Tidx": INTS}, shape_rule=_red_shape,
+                  fusion="reduction", const_inputs=(1,))
+
+
+RULES = [
+    _rule("Sum", _reduction("sum"), NUMERIC),
+    _rule("Prod", _reduction("prod"), NUMERIC),
+    _rule("Max", _reduction("max"), NUMERIC),
+    _rule("Min", _reduction("min"), NUMERIC),
+    _rule("Mean", _reduction("sum", mean=True), NUMERIC),
+    OpRule("All", _reduction("and"), {"Tidx": INTS}, shape_rule=_red_shape,
+           fusion="reduction", const_inputs=(1,)),
+    OpRule("Any", _reduction("or"), {"Tidx": INTS}, shape_rule=_red_shape,
+           fusion="reduction", const_inputs=(1,)),
+    OpRule("ArgMax", _argreduce("max"), {"T": NUMERIC, "Tidx": INTS, "output_type": INTS},
+           dtype_rule=lambda d, a: [dtypes.from_tf(a.get("output_type", 9))],
+           shape_rule=lambda env, s, a: [("?",) * (len(s[0]) - 1)], fusion="reduction",
+           const_inputs=(1,)),
+    OpRule("ArgMin", _argreduce("min"), {"T": NUMERIC, "Tidx": INTS, "output_type": INTS},
+           dtype_rule=lambda d, a: [dtypes.from_tf(a.get("output_type", 9))],
+           shape_rule=lambda env, s, a: [("?",) * (len(s[0]) - 1)], fusion="reduction",
+           const_inputs=(1,)),
+    OpRule("Softmax", _softmax(False), {"T": FLOATS}, fusion="reduction"),
+    OpRule("LogSoftmax", _softmax(True), {"T": FLOATS}, fusion="reduction"),
+]
+del BOOL

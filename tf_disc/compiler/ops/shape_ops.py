@@ -1,0 +1,500 @@
+"""Shape and layout ops: Shape/Size/Rank, Reshape, ExpandDims, Squeeze,
+Transpose, BroadcastTo, Fill, Range, ConcatV2, Pack/Unpack, Slice,
+StridedSlice, Tile, Pad/PadV2, GatherV2, OneHot.
+
+Shape-valued tensors are evaluated symbolically (hostvals.py); data moves
+through the "index" IR ops (view, reshape, tile, pad, concatenate, gather,
+iota) that fuse with their elementwise consumers.  Values that shapes need
+(perm, axes, paddings, ...) are constants: in-cluster Consts, or const_inputs
+whose value the kernel puts in its cache key."""
+from __future__ import annotations
+
+import math
+
+from .. import dtypes
+from ..dtypes import ALL, INTS, NUMERIC
+from ..errors import ShapeError, Unsupported
+from ..ir.core import Op
+from ..shapes.symbolic import (dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub,
+                               is_static)
+from .hostvals import const_array, const_ints, host_dims, make_host
+from .rule import OpRule
+
+
+def _strides(shape) -> list[str]:
+    return [dim_mul(*shape[k + 1:]) if shape[k + 1:] else "1" for k in range(len(shape))]
+
+
+def _assert_eq(b, lhs, rhs, node, msg, lhs_shape=None, rhs_shape=None):
+    """Runtime check lhs == rhs (lists of dims) unless known."""
+    if all(b.env.known_equal(x, y) for x, y in zip(lhs, rhs)):
+        return
+    attrs = {"node": node.name, "op": node.op, "msg": msg, "lhs": list(lhs), "rhs": list(rhs)}
+    if lhs_shape is not None:
+        attrs.update(lhs_shape=list(lhs_shape), rhs_shape=list(rhs_shape))
+    b.ops.append(Op("assert_dim_eq", [], [], attrs))
+
+
+def _axis(a: int, rank: int, node) -> int:
+    if not -rank <= a < rank:
+        raise ShapeError(f"node '{node.name}' ({node.op}): axis {a} out of range for rank {rank}")
+    return a % rank if rank else 0
+
+
+def _reshape(b, x, shape):
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    hd = host_dims(b, x)
+    out = b.emit("reshape", [x], x.dtype, shape)
+    if hd is not None and len(hd) == (int(shape[0]) if shape else 1):
+        b.host_dims[out] = hd
+    return out
+
+
+def _view(b, x, shape, strides, base="0"):
+    return b.emit("view", [x], x.dtype, tuple(shape), strides=list(strides), base=base)
+
+
+# -- shape-valued -------------------------------------------------------------
+def lower_shape(b, node, xs):
+    dt = dtypes.from_tf(node.attrs.get("out_type", 3))
+    return [make_host(b, list(xs[0].shape), dt)]
+
+
+def lower_size(b, node, xs):
+    dt = dtypes.from_tf(node.attrs.get("out_type", 3))
+    return [make_host(b, [dim_mul(*xs[0].shape) if xs[0].shape else "1"], dt, scalar=True)]
+
+
+def lower_rank(b, node, xs):
+    return [b.constant(xs[0].type.rank, dtypes.I32)]
+
+
+def lower_reshape(b, node, xs):
+    x, s = xs
+    dims = host_dims(b, s)
+    if dims is None:
+        raise Unsupported(f"node '{node.name}' (Reshape): shape is not computable at compile time")
+    numel = dim_mul(*x.shape) if x.shape else "1"
+    if any(is_static(d) and int(d) < -1 for d in dims) or sum(d == "-1" for d in dims) > 1:
+        raise ShapeError(f"node '{node.name}' (Reshape): bad shape {dims}")
+    if "-1" in dims:
+        known = dim_mul(*[d for d in dims if d != "-1"]) if len(dims) > 1 else "1"
+        dims = [dim_floordiv(numel, known) if d == "-1" else d for d in dims]
+    _assert_eq(b, [numel], [dim_mul(*dims) if dims else "1"], node,
+               "Input to reshape is a tensor with {0} values, but the requested shape has {1}")
+    return [_reshape(b, x, dims)]
+
+
+def lower_expand_dims(b, node, xs):
+    x, ax = xs
+    (a,) = const_ints(b, ax, node, "axis")
+    r = x.type.rank
+    a = _axis(a, r + 1, node)
+    return [_reshape(b, x, x.shape[:a] + ("1",) + x.shape[a:])]
+
+
+def lower_squeeze(b, node, xs):
+    (x,) = xs
+    r = x.type.rank
+    axes = sorted({_axis(a, r, node) for a in node.attrs.get("squeeze_dims") or []})
+    if not axes:
+        if any(not is_static(d) for d in x.shape):
+            raise Unsupported(f"node '{node.name}' (Squeeze): squeezing all dims of a dynamic shape")
+        axes = [d for d in range(r) if x.shape[d] == "1"]
+    for a in axes:
+        if x.shape[a] != "1":
+            if is_static(x.shape[a]):
+                raise ShapeError(f"Can not squeeze dim[{a}], expected a dimension of 1, "
+                                 f"got {x.shape[a]} (node '{node.name}', op Squeeze)")
+            _assert_eq(b, [x.shape[a]], ["1"], node,
+                       f"Can not squeeze dim[{a}], expected a dimension of 1, got {{0}}")
+    return [_reshape(b, x, tuple(d for k, d in enumerate(x.shape) if k not in axes))]
+
+
+def lower_transpose(b, node, xs):
+    x, p = xs
+    perm = const_ints(b, p, node, "perm")
+    r = x.type.rank
+    if sorted(perm) != list(range(r)):
+        raise ShapeError(f"node '{node.name}' (Transpose): {perm} is not a permutation of "
+                         f"rank {r}")
+    if perm == list(range(r)):
+        return [x]
+    st = _strides(x.shape)
+    return [_view(b, x, [x.shape[p_] for p_ in perm], [st[p_] for p_ in perm])]
+
+
+def _bcast_to(b, x, dims, node):
+    dims = tuple(dims)
+    if len(dims) < x.type.rank:
+        raise ShapeError(f"node '{node.name}' ({node.op}): rank {len(dims)} < input rank")
+    pad = ("1",) * (len(dims) - x.type.rank) + x.shape
+    bad = [k for k, (u, v) in enumerate(zip(pad, dims))
+           if not (b.env.known_one(u) or b.env.known_equal(u, v))]
+    if bad:
+        b.ops.append(Op("assert_broadcastable", [], [], {
+            "node": node.name, "op": node.op, "msg": "Incompatible shapes: {0} vs. {1}",
+            "lhs": list(x.shape), "rhs": list(dims)}))
+    return b.broadcast_to(x, dims)
+
+
+def lower_broadcast_to(b, node, xs):
+    x, s = xs
+    dims = host_dims(b, s)
+    if dims is None:
+        raise Unsupported(f"node '{node.name}' (BroadcastTo): shape is not computable")
+    return [_bcast_to(b, x, dims, node)]
+
+
+def lower_fill(b, node, xs):
+    s, v = xs
+    dims = host_dims(b, s)
+    if dims is None:
+        raise Unsupported(f"node '{node.name}' (Fill): dims are not computable")
+    return [b.broadcast_to(v, tuple(dims))]
+
+
+def lower_range(b, node, xs):
+    dt = dtypes.from_tf(node.attrs["Tidx"])
+    hs = [host_dims(b, x) for x in xs]
+    if dt.is_int and all(h is not None for h in hs):
+        start, limit, delta = (h[0] for h in hs)
+        if not is_static(delta):
+            raise Unsupported(f"node '{node.name}' (Range): delta must be a constant")
+        d = int(delta)
+        if d == 0:
+            raise ShapeError(f"Requires delta != 0: 0 (node '{node.name}', op Range)")
+        if all(is_static(t) for t in (start, limit)):
+            n = str(max(0, -(-(int(limit) - int(start)) // d)))
+        elif d > 0:
+            n = dim_max("0", dim_floordiv(dim_add(dim_sub(limit, start), str(d - 1)), str(d)))
+        else:
+            n = dim_max("0", dim_floordiv(dim_add(dim_sub(start, limit), str(-d - 1)), str(-d)))
+        io = b.emit("iota", [], dt, (n,), dimension=0)
+        st = b.broadcast_to(make_host(b, [start], dt, scalar=True), (n,))
+        out = b.elementwise("add", st, b.elementwise("multiply", io, b.scalar_like(d, io)))
+        return [out]
+    vals = [const_array(b, x, node, "start/limit/delta")[0] for x in xs]
+    start, limit, delta = vals
+    if delta == 0:
+        raise ShapeError(f"Requires delta != 0: 0 (node '{node.name}', op Range)")
+    n = max(0, math.ceil(abs((limit - start) / delta))) if dt.is_float else \
+        max(0, -(-(int(limit) - int(start)) // int(delta)))
+    io = b.emit("iota", [], dt, (str(n),), dimension=0)
+    return [b.elementwise("add", b.scalar_like(start, io),
+                          b.elementwise("multiply", io, b.scalar_like(delta, io)))]
+
+
+def _concat(b, node, xs, axis):
+    r = xs[0].type.rank
+    a = _axis(axis, r, node)
+    for x in xs[1:]:
+        if x.type.rank != r:
+            raise ShapeError(f"ConcatOp : Ranks of all input tensors should match: shape[0] "
+                             f"rank {r} vs. rank {x.type.rank} (node '{node.name}')")
+    hs = [host_dims(b, x) for x in xs]
+    if r == 1 and all(h is not None for h in hs):
+        return make_host(b, [d for h in hs for d in h], xs[0].dtype)
+    shape = list(xs[0].shape)
+    for i, x in enumerate(xs[1:], 1):
+        for d in range(r):
+            if d != a and not b.env.known_equal(x.shape[d], shape[d]):
+                _assert_eq(b, [shape[d]], [x.shape[d]], node,
+                           "ConcatOp : Dimension " + str(d) + " in both shapes must be equal: "
+                           "shape[0] = {0} vs. shape[" + str(i) + "] = {1}",
+                           xs[0].shape, x.shape)
+                b.env.assume_equal(shape[d], x.shape[d])
+    shape = [b.env.canon(d) for d in shape]
+    parts = [x for x in xs if x.shape[a] != "0"] or xs[:1]
+    parts = [b.reshape_to(x, tuple(shape[:a]) + (x.shape[a],) + tuple(shape[a + 1:]))
+             for x in parts]
+    shape[a] = dim_add(*[x.shape[a] for x in xs])
+    if len(parts) == 1:
+        return parts[0]
+    return b.emit("concatenate", parts, xs[0].dtype, tuple(shape), dimension=a)
+
+
+def lower_concat_v2(b, node, xs):
+    *vals, ax = xs
+    (a,) = const_ints(b, ax, node, "axis")
+    return [_concat(b, node, vals, a)]
+
+
+def lower_pack(b, node, xs):
+    r = xs[0].type.rank
+    a = _axis(node.attrs.get("axis", 0), r + 1, node)
+    hs = [host_dims(b, x) for x in xs]
+    if r == 0 and all(h is not None for h in hs):
+        return [make_host(b, [h[0] for h in hs], xs[0].dtype)]
+    ex = [_reshape(b, x, x.shape[:a] + ("1",) + x.shape[a:]) for x in xs]
+    return [_concat(b, node, ex, a)]
+
+
+def lower_unpack(b, node, xs):
+    (x,) = xs
+    r = x.type.rank
+    a = _axis(node.attrs.get("axis", 0), r, node)
+    num = node.attrs["num"]
+    if not is_static(x.shape[a]):
+        _assert_eq(b, [x.shape[a]], [str(num)], node,
+                   "Input shape axis " + str(a) + " must equal " + str(num) + ", got shape {0}",
+                   x.shape, x.shape)
+    st = _strides(x.shape)
+    shape = [d for k, d in enumerate(x.shape) if k != a]
+    strides = [s for k, s in enumerate(st) if k != a]
+    hd = host_dims(b, x)
+    outs = []
+    for i in range(num):
+        if hd is not None and r == 1:
+            outs.append(make_host(b, [hd[i]], x.dtype, scalar=True))
+        else:
+            outs.append(_view(b, x, shape, strides, dim_mul(str(i), st[a])))
+    return outs
+
+
+def lower_slice(b, node, xs):
+    x, bg, sz = xs
+    begin, size = host_dims(b, bg), host_dims(b, sz)
+    if begin is None or size is None:
+        raise Unsupported(f"node '{node.name}' (Slice): begin/size are not computable")
+    r = x.type.rank
+    hd = host_dims(b, x)
+    out_shape = []
+    for d in range(r):
+        s = dim_sub(x.shape[d], begin[d]) if size[d] == "-1" else size[d]
+        out_shape.append(s)
+        if is_static(begin[d]) and int(begin[d]) < 0:
+            raise ShapeError(f"Expected begin[{d}] in [0, ...] (node '{node.name}')")
+        end = dim_add(begin[d], s)
+        _assert_eq(b, [dim_min(end, x.shape[d])], [end], node,
+                   f"Expected size[{d}] in [0, {{0}}], but got {{1}}")
+    if hd is not None and r == 1 and all(is_static(t) for t in begin + out_shape):
+        return [make_host(b, hd[int(begin[0]):int(begin[0]) + int(out_shape[0])], x.dtype)]
+    st = _strides(x.shape)
+    base = dim_add(*[dim_mul(bd, s) for bd, s in zip(begin, st)]) if r else "0"
+    if tuple(out_shape) == x.shape and base == "0":
+        return [x]
+    return [_view(b, x, out_shape, st, base)]
+
+
+def _clamp(v, lo, hi):
+    return dim_min(dim_max(v, lo), hi)
+
+
+def lower_strided_slice(b, node, xs):
+    x, bg, en, sd = xs
+    begin = const_ints(b, bg, node, "begin")
+    end = const_ints(b, en, node, "end")
+    strides = const_ints(b, sd, node, "strides")
+    at = node.attrs
+    bm, em = at.get("begin_mask", 0), at.get("end_mask", 0)
+    ell, nam, sam = at.get("ellipsis_mask", 0), at.get("new_axis_mask", 0), \
+        at.get("shrink_axis_mask", 0)
+    r = x.type.rank
+    # Expand the sparse spec to one entry per input dim (plus new axes).
+    spec = []  # (kind, input dim or None, b, e, s, bmask, emask)
+    n_real = sum(1 for i in range(len(begin)) if not (nam >> i) & 1 and not (ell >> i) & 1)
+    d = 0
+    for i in range(len(begin)):
+        if (ell >> i) & 1:
+            for _ in range(r - n_real):
+                spec.append(("full", d, 0, 0, 1, 1, 1))
+                d += 1
+        elif (nam >> i) & 1:
+            spec.append(("new", None, 0, 0, 1, 0, 0))
+        else:
+            kind = "shrink" if (sam >> i) & 1 else "range"
+            spec.append((kind, d, begin[i], end[i], strides[i], (bm >> i) & 1, (em >> i) & 1))
+            d += 1
+    if not ell:
+        while d < r:
+            spec.append(("full", d, 0, 0, 1, 1, 1))
+            d += 1
+    if d != r:
+        raise ShapeError(f"node '{node.name}' (StridedSlice): spec does not match rank {r}")
+    st = _strides(x.shape)
+    hd = host_dims(b, x)
+    out_shape, out_strides, base = [], [], []
+    host_sel = None
+    for kind, dd, bb, ee, s, bmk, emk in spec:
+        if kind == "new":
+            out_shape.append("1")
+            out_strides.append("0")
+            continue
+        n = x.shape[dd]
+        if s == 0:
+            raise ShapeError(f"strides[{dd}] must be non-zero (node '{node.name}')")
+        if kind == "shrink":
+            idx = dim_add(n, str(bb)) if bb < 0 else str(bb)
+            _assert_eq(b, [_clamp(idx, "0", dim_sub(n, "1"))], [idx], node,
+                       f"slice index {bb} of dimension {dd} out of bounds.")
+            base.append(dim_mul(idx, st[dd]))
+            if hd is not None and is_static(idx):
+                host_sel = [hd[int(idx)]]
+            continue
+        if kind == "full":
+            bgn, ln, s = "0", n, 1
+        elif s > 0:
+            bgn = "0" if bmk else _clamp(dim_add(n, str(bb)) if bb < 0 else str(bb), "0", n)
+            e = n if emk else _clamp(dim_add(n, str(ee)) if ee < 0 else str(ee), "0", n)
+            ln = dim_max("0", dim_floordiv(dim_add(dim_sub(e, bgn), str(s - 1)), str(s)))
+        else:
+            nm1 = dim_sub(n, "1")
+            bgn = nm1 if bmk else _clamp(dim_add(n, str(bb)) if bb < 0 else str(bb), "-1", nm1)
+            e = "-1" if emk else _clamp(dim_add(n, str(ee)) if ee < 0 else str(ee), "-1", nm1)
+            ln = dim_max("0", dim_floordiv(dim_add(dim_sub(bgn, e), str(-s - 1)), str(-s)))
+        out_shape.append(ln)
+        out_strides.append(dim_mul(str(s), st[dd]))
+        base.append(dim_mul(bgn, st[dd]) if ln != "0" else "0")
+        if hd is not None and all(is_static(t) for t in (bgn, ln)):
+            host_sel = hd[int(bgn)::s][:int(ln)]
+    if hd is not None and r == 1 and host_sel is not None and len(out_shape) <= 1:
+        return [make_host(b, host_sel, x.dtype, scalar=not out_shape)]
+    # A zero-size result reads nothing: keep the base in range.
+    bdim = dim_add(*base) if base else "0"
+    if tuple(out_shape) == x.shape and all(o == s_ for o, s_ in zip(out_strides, st)) \
+            and bdim == "0":
+        return [x]
+    return [_view(b, x, out_shape, out_strides, bdim)]
+
+
+def lower_tile(b, node, xs):
+    x, m = xs
+    mult = host_dims(b, m)
+    if mult is None:
+        raise Unsupported(f"node '{node.name}' (Tile): multiples are not computable")
+    if len(mult) != x.type.rank:
+        raise ShapeError(f"Expected multiples argument to be a vector of length "
+                         f"{x.type.rank} but got length {len(mult)} (node '{node.name}')")
+    shape = tuple(dim_mul(d, k) for d, k in zip(x.shape, mult))
+    if shape == x.shape:
+        return [x]
+    return [b.emit("tile", [x], x.dtype, shape)]
+
+
+def lower_pad(b, node, xs):
+    x, p = xs[0], xs[1]
+    pads = const_ints(b, p, node, "paddings")
+    r = x.type.rank
+    if len(pads) != 2 * r or any(v < 0 for v in pads):
+        raise ShapeError(f"node '{node.name}' ({node.op}): bad paddings {pads}")
+    pv = xs[2] if len(xs) == 3 else b.constant(0, x.dtype)
+    if pv.type.rank != 0:
+        raise ShapeError(f"node '{node.name}': constant_values must be a scalar")
+    if not any(pads):
+        return [x]
+    lo = [str(pads[2 * d]) for d in range(r)]
+    shape = tuple(dim_add(str(pads[2 * d]), x.shape[d], str(pads[2 * d + 1])) for d in range(r))
+    return [b.emit("pad", [x, pv], x.dtype, shape, lo=lo)]
+
+
+def lower_gather_v2(b, node, xs):
+    params, ind, ax = xs
+    (a,) = const_ints(b, ax, node, "axis")
+    if node.attrs.get("batch_dims", 0):
+        raise Unsupported(f"node '{node.name}' (GatherV2): batch_dims")
+    a = _axis(a, params.type.rank, node)
+    shape = params.shape[:a] + ind.shape + params.shape[a + 1:]
+    return [b.emit("gather", [params, ind], params.dtype, shape, axis=a)]
+
+
+def lower_one_hot(b, node, xs):
+    ind, depth, on, off = xs
+    (dep,) = host_dims(b, depth) or [None]
+    if dep is None:
+        raise Unsupported(f"node '{node.name}' (OneHot): depth is not computable")
+    r = ind.type.rank
+    a = node.attrs.get("axis", -1)
+    a = r if a == -1 else a
+    shape = ind.shape[:a] + (dep,) + ind.shape[a:]
+    io = b.emit("iota", [], ind.dtype, shape, dimension=a)
+    bi = b.emit("broadcast_in_dim", [ind], ind.dtype, shape,
+                broadcast_dimensions=[d for d in range(r + 1) if d != a])
+    eq = b.elementwise("compare", io, bi, direction="EQ")
+    return [b.elementwise("select", eq, b.broadcast_to(on, shape), b.broadcast_to(off, shape),
+                          dtype=on.dtype)]
+
+
+# -- rules ----------------------------------------------------------------------
+def _dt(attr):
+    return lambda dts, attrs: [dtypes.from_tf(attrs.get(attr, 3))]
+
+
+def _dt_in(k):
+    return lambda dts, attrs: [dts[k]]
+
+
+def _rank(n):
+    """Shape rule giving only the rank (n: function of input shapes, attrs)."""
+    return lambda env, shapes, attrs: [("?",) * n(shapes, attrs)]
+
+
+def _squeeze_rank(shapes, attrs):
+    r = len(shapes[0])
+    axes = attrs.get("squeeze_dims") or []
+    return r - len({a % r for a in axes}) if axes else \
+        r - sum(1 for d in shapes[0] if d == "1")
+
+
+def _ss_rank(shapes, attrs):
+    n = int(shapes[1][0])
+    ell, nam, sam = attrs.get("ellipsis_mask", 0), attrs.get("new_axis_mask", 0), \
+        attrs.get("shrink_axis_mask", 0)
+    r = len(shapes[0])
+    real = sum(1 for i in range(n) if not (nam >> i) & 1 and not (ell >> i) & 1)
+    out = r + sum((nam >> i) & 1 and not (ell >> i) & 1 for i in range(n))
+    out -= sum((sam >> i) & 1 and not (ell >> i) & 1 and not (nam >> i) & 1 for i in range(n))
+    del real
+    return out
+
+
+IDX = {"Tidx": INTS}
+# Range (lower_range) is not registered yet: the op library cannot pass float
+# const args (start/limit/delta from outside a cluster), so float Range cases
+# would fall back; registering is per op name.
+RANGE = OpRule("Range", lower_range, {"Tidx": NUMERIC}, dtype_rule=_dt("Tidx"),
+               shape_rule=_rank(lambda s, a: 1), fusion="index", const_inputs=(0, 1, 2))
+RULES = [
+    OpRule("Shape", lower_shape, {"T": ALL, "out_type": INTS}, dtype_rule=_dt("out_type"),
+           shape_rule=_rank(lambda s, a: 1), fusion="index"),
+    OpRule("Size", lower_size, {"T": ALL, "out_type": INTS}, dtype_rule=_dt("out_type"),
+           shape_rule=_rank(lambda s, a: 0), fusion="index"),
+    OpRule("Rank", lower_rank, {"T": ALL}, dtype_rule=lambda d, a: [dtypes.I32],
+           shape_rule=_rank(lambda s, a: 0), fusion="index"),
+    OpRule("Reshape", lower_reshape, {"T": ALL, "Tshape": INTS},
+           shape_rule=_rank(lambda s, a: int(s[1][0])), fusion="index", const_inputs=(1,)),
+    OpRule("ExpandDims", lower_expand_dims, {"T": ALL, "Tdim": INTS},
+           shape_rule=_rank(lambda s, a: len(s[0]) + 1), fusion="index", const_inputs=(1,)),
+    OpRule("Squeeze", lower_squeeze, {"T": ALL},
+           shape_rule=_rank(lambda s, a: _squeeze_rank(s, a)), fusion="index"),
+    OpRule("Transpose", lower_transpose, {"T": ALL, "Tperm": INTS}, fusion="index",
+           shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=(1,)),
+    OpRule("BroadcastTo", lower_broadcast_to, {"T": ALL, "Tidx": INTS}, fusion="index",
+           shape_rule=_rank(lambda s, a: int(s[1][0])), const_inputs=(1,)),
+    OpRule("Fill", lower_fill, {"T": ALL, "index_type": INTS}, dtype_rule=_dt_in(1),
+           shape_rule=_rank(lambda s, a: int(s[0][0])), fusion="index", const_inputs=(0,)),
+    OpRule("ConcatV2", lower_concat_v2, {"T": ALL, "Tidx": INTS}, fusion="index",
+           shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=()),
+    OpRule("Pack", lower_pack, {"T": ALL}, fusion="index",
+           shape_rule=_rank(lambda s, a: len(s[0]) + 1)),
+    OpRule("Unpack", lower_unpack, {"T": ALL}, fusion="index",
+           shape_rule=_rank(lambda s, a: len(s[0]) - 1)),
+    OpRule("Slice", lower_slice, {"T": ALL, "Index": INTS}, fusion="index",
+           shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=(1, 2)),
+    OpRule("StridedSlice", lower_strided_slice, {"T": ALL, "Index": INTS}, fusion="index",
+           shape_rule=_rank(_ss_rank), const_inputs=(1, 2, 3)),
+    OpRule("Tile", lower_tile, {"T": ALL, "Tmultiples": INTS}, fusion="index",
+           shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=(1,)),
+    OpRule("Pad", lower_pad, {"T": ALL, "Tpaddings": INTS}, fusion="index",
+           shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=(1,)),
+    OpRule("PadV2", lower_pad, {"T": ALL, "Tpaddings": INTS}, fusion="index",
+           shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=(1,)),
+    OpRule("GatherV2", lower_gather_v2, {"Tparams": ALL, "Tindices": INTS, "Taxis": INTS},
+           fusion="index", attr_values={"batch_dims": (0,)},
+           shape_rule=_rank(lambda s, a: len(s[0]) + len(s[1]) - 1), const_inputs=(2,)),
+    OpRule("OneHot", lower_one_hot, {"T": ALL, "TI": INTS}, dtype_rule=_dt_in(2),
+           fusion="index", shape_rule=_rank(lambda s, a: len(s[0]) + 1), const_inputs=(1,)),
+]
+del IDX
