@@ -449,7 +449,7 @@ def random_dims(program: Program, rng: np.random.Generator) -> dict:
     return dims
 
 
-def build_fn(program: Program) -> Callable:
+def build_fn(program: Program, capture: Optional[dict] = None) -> Callable:
     """The program as a Python function of its inputs (TF ops via tf.raw_ops)."""
     import inspect
 
@@ -476,6 +476,8 @@ def build_fn(program: Program) -> Callable:
                 for arg, x in zip(input_names(s.op), ins):
                     kwargs[arg] = x
             env[s.out] = getattr(tf.raw_ops, s.op)(**kwargs)
+        if capture is not None:   # eager runs only: every intermediate value
+            capture.update(env)
         return [env[o] for o in program.outputs]
 
     return fn
