@@ -2,7 +2,7 @@
 random graphs, each compared against stock TF (python -m tests.fuzz runs more)."""
 import os
 
-CI_CASES = int(os.environ.get("DISC_FUZZ_CI_CASES", "24"))
+CI_CASES = int(os.environ.get("DISC_FUZZ_CI_CASES", "16"))
 CI_SEED = int(os.environ.get("DISC_FUZZ_CI_SEED", "20261130"))
 
 
