@@ -3,6 +3,8 @@
 Flags keep results equal to TF: no -ffast-math, no FMA contraction;
 -fwrapv makes integer overflow wrap like TF's Eigen kernels;
 -fno-math-errno only lets libm calls vectorize (values unchanged).
+-fno-trapping-math lets GCC vectorize selects around divisions and floor
+without masking (values unchanged; FP exceptions are masked in TF anyway).
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ RUNTIME_INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "runtime")
 
 BASE_FLAGS = ("-std=c++17", "-O3", "-march=native", "-fPIC", "-shared",
-              "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-fvisibility=hidden",
+              "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-fno-trapping-math",
+              "-fvisibility=hidden",
               "-fno-exceptions", "-fno-rtti")
 
 
