@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The test command (README, .ci/run): sets up what is missing, then runs pytest.
-# Extra arguments go to pytest.
+# The test command (README, .ci/run): sets up what is missing, runs pytest, then
+# the Bazel build and Bazel tests (README "Bazel") when bazel is installed.
+# Extra arguments go to pytest (and skip the Bazel part unless DISC_BAZEL=1);
+# DISC_BAZEL=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -10,4 +12,19 @@ if ! "$PY" -c "import tensorflow, pytest, blade_disc_tf" >/dev/null 2>&1; then
 fi
 "$PY" tf_disc/build_ops.py          # a no-op when the library is up to date
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
-exec "$PY" -m pytest tests -q -p no:cacheprovider "$@"
+"$PY" -m pytest tests -q -p no:cacheprovider "$@"
+
+bazel_default=1
+[[ $# -gt 0 ]] && bazel_default=0
+if [[ "${DISC_BAZEL:-$bazel_default}" == 1 ]]; then
+  if ! command -v bazel >/dev/null 2>&1; then
+    echo "test.sh: bazel is not installed: Bazel build and tests skipped" >&2
+  else
+    # The python the repository rule reads tf.sysconfig with (and py_test uses).
+    [[ -n "${PYTHON:-}" ]] && export PYTHON_BIN_PATH="$(command -v "$PY")"
+    start=$SECONDS
+    bazel build //tf_disc/...
+    bazel test //tests/...
+    echo "test.sh: Bazel build + tests took $((SECONDS - start)) s"
+  fi
+fi
