@@ -132,3 +132,27 @@ def test_tf1_session_dense_layer(disc):
     stats = disc.stats()
     assert total(stats, "fallbacks") == 0, stats
     assert total(stats, "compiles") == 1, stats
+
+
+def test_bert_style_attention_with_layout_ops(disc):
+    """Projections, reshape to heads, transpose, scores, softmax, context,
+    merge heads, output projection: one executable for every batch/seq."""
+    wq, wk, wv, wo = (_weights(10 + i, D, D) for i in range(4))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, D], tf.float32)])
+    def f(x):
+        b, s = tf.shape(x)[0], tf.shape(x)[1]
+
+        def heads(t):
+            return tf.transpose(tf.reshape(t, [b, s, H, HD]), [0, 2, 1, 3])
+        q, k, v = heads(tf.matmul(x, wq)), heads(tf.matmul(x, wk)), heads(tf.matmul(x, wv))
+        p = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) * (1.0 / HD ** 0.5))
+        ctx = tf.reshape(tf.transpose(tf.matmul(p, v), [0, 2, 1, 3]), [b, s, D])
+        return tf.matmul(ctx, wo) + x
+
+    for i, (bsz, seq) in enumerate([(2, 3), (1, 1), (3, 17), (0, 4), (2, 0)]):
+        x = np.random.default_rng(i).standard_normal((bsz, seq, D)).astype(np.float32)
+        _close(f(x).numpy(), f.python_function(x).numpy())
+    stats = disc.stats()
+    assert total(stats, "fallbacks") == 0, stats
+    assert all(len(c["keys"]) == 1 for c in cluster_stats(stats)), stats
