@@ -135,6 +135,9 @@ def test_shape_family(compiler, enum):
                tf.pad(x, [[1, 1], [0, 2]]), tf.raw_ops.PadV2(input=x, paddings=[[0, 1], [1, 0]],
                                                            constant_values=x[0, 0]),
                tf.gather(x, i, axis=1), tf.one_hot(i, 3, x[0, 0], x[0, 1])]
+        if dtype in (tf.int32, tf.int64):  # float: test_shape_ops.py::test_range
+            out.append(tf.range(tf.cast(s[0], dtype), tf.cast(s[1] * 2, dtype),
+                                tf.cast(2, dtype)))
         return out
     fn.__name__ = f"shape_{enum}"
     rng = np.random.default_rng(30 + enum)
@@ -147,7 +150,7 @@ def test_shape_family(compiler, enum):
             assert_close(g, w, f"shape op {k} [{dtype.name}]")
     COVERED.update(["Shape", "Size", "Rank", "Reshape", "ExpandDims", "Squeeze", "Transpose",
                     "BroadcastTo", "Fill", "ConcatV2", "Pack", "Unpack", "Slice",
-                    "StridedSlice", "Tile", "Pad", "PadV2", "GatherV2", "OneHot"])
+                    "StridedSlice", "Tile", "Pad", "PadV2", "GatherV2", "OneHot", "Range"])
 
 
 @pytest.mark.parametrize("enum", [1, 2, 3, 9, 10])

@@ -107,3 +107,20 @@ def test_reshape_mismatch(compiler):
     exe, out_dt = compiler.executable(bad, [S2])
     with pytest.raises(DiscError, match="Input to reshape"):
         exe([r(3, 3)], out_dt)
+
+
+def ranges(s, l, d, x):
+    sh = tf.shape(x)
+    return tf.range(s, l, d), tf.range(sh[0]), tf.range(1, sh[1] * 2, 2)
+
+
+@pytest.mark.parametrize("dt", [tf.float32, tf.int32, tf.int64])
+def test_range(compiler, dt):
+    sc = tf.TensorSpec([], dt)
+    np_dt = dt.as_numpy_dtype
+    for s, l, d, sh in [(0, 5, 1, (2, 3)), (3, 1, -1, (1, 1)), (1, 10, 3, (0, 4)),
+                        (5, 5, 2, (3, 1)), (0.5, 3, 0.75, (2, 2))]:
+        if dt != tf.float32 and (s, l, d) == (0.5, 3, 0.75):
+            continue
+        run(compiler, ranges, [sc, sc, sc, S2],
+            [np_dt(s), np_dt(l), np_dt(d), r(*sh)])

@@ -37,7 +37,8 @@ class DimNames:
         if p[0] == "sym":
             raise KeyError(f"symbol {d} is not read from any input")
         if p[0] == "expr":
-            expr = _dim_expr(p[1], [self(x) for x in p[2]])
+            expr = _range_len(p[2]) if p[1] == "rangelen" else \
+                _dim_expr(p[1], [self(x) for x in p[2]])
             name = f"d{len(self.names)}"
             self.lines.append(f"  const int64_t {name} = {expr};")
             self.names[d] = name
@@ -51,6 +52,24 @@ class DimNames:
         self.lines.append(f"  const int64_t {name} = {expr};")
         self.names[d] = name
         return name
+
+
+def _range_len(parts: list[str]) -> str:
+    """TF Range's size from its scalar inputs (0 for a zero delta; the
+    sign checks are TF's, not repeated here)."""
+    from ..dtypes import from_tf
+    i, j, k, t = (int(x) for x in parts)
+    ct = from_tf(t).ctype
+    rd = [f"*static_cast<const {ct}*>(inputs[{n}].data)" for n in (i, j, k)]
+    if from_tf(t).is_int:
+        body = (f"const int64_t s = {rd[0]}, l = {rd[1]}, d = {rd[2]}; "
+                "return d > 0 ? (l > s ? (l - s + d - 1) / d : int64_t(0)) : "
+                "d < 0 ? (s > l ? (s - l - d - 1) / -d : int64_t(0)) : int64_t(0);")
+    else:
+        body = (f"const {ct} s = {rd[0]}, l = {rd[1]}, d = {rd[2]}; "
+                f"if (d == 0 || !(d > 0 ? l > s : s > l)) return int64_t(0); "
+                "return int64_t(std::ceil(std::abs((l - s) / d)));")
+    return f"[&]() -> int64_t {{ {body} }}()"
 
 
 def _dim_expr(fn: str, a: list[str]) -> str:

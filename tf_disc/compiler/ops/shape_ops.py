@@ -176,6 +176,14 @@ def lower_range(b, node, xs):
         st = b.broadcast_to(make_host(b, [start], dt, scalar=True), (n,))
         out = b.elementwise("add", st, b.elementwise("multiply", io, b.scalar_like(d, io)))
         return [out]
+    args = [int(x.name[3:]) if x.name.startswith("arg") and x.type.rank == 0 else None
+            for x in xs]
+    if all(a is not None for a in args) and not any(host_dims(b, x) for x in xs):
+        # start/limit/delta are the cluster's inputs: size computed by the host
+        n = f"rangelen({args[0]},{args[1]},{args[2]},{dt.tf_enum})"
+        io = b.emit("iota", [], dt, (n,), dimension=0)
+        return [b.elementwise("add", b.broadcast_to(xs[0], (n,)),
+                              b.elementwise("multiply", io, b.broadcast_to(xs[2], (n,))))]
     vals = [const_array(b, x, node, "start/limit/delta")[0] for x in xs]
     start, limit, delta = vals
     if delta == 0:
@@ -451,12 +459,11 @@ def _ss_rank(shapes, attrs):
 
 
 IDX = {"Tidx": INTS}
-# Range (lower_range) is not registered yet: the op library cannot pass float
-# const args (start/limit/delta from outside a cluster), so float Range cases
-# would fall back; registering is per op name.
-RANGE = OpRule("Range", lower_range, {"Tidx": NUMERIC}, dtype_rule=_dt("Tidx"),
-               shape_rule=_rank(lambda s, a: 1), fusion="index", const_inputs=(0, 1, 2))
 RULES = [
+    # start/limit/delta from outside the cluster are read by the host (no
+    # const_inputs: one executable for all values)
+    OpRule("Range", lower_range, {"Tidx": NUMERIC}, dtype_rule=_dt("Tidx"),
+           shape_rule=_rank(lambda s, a: 1), fusion="index"),
     OpRule("Shape", lower_shape, {"T": ALL, "out_type": INTS}, dtype_rule=_dt("out_type"),
            shape_rule=_rank(lambda s, a: 1), fusion="index"),
     OpRule("Size", lower_size, {"T": ALL, "out_type": INTS}, dtype_rule=_dt("out_type"),

@@ -74,7 +74,9 @@ def bcast_parts(d: Dim) -> list[Dim]:
 # "mul(a,b,..)", "add(a,b,..)", "sub(a,b)", "floordiv(a,b)" (0 when b == 0),
 # "max(a,b)", "min(a,b)".  Build them with the dim_* helpers, which fold
 # constants and keep one spelling for commutative forms.
-EXPR_FNS = ("mul", "add", "sub", "floordiv", "max", "min")
+# "rangelen(i,j,k,t)": element count of TF's Range over the scalar function
+# inputs i, j, k (start, limit, delta) of TF dtype enum t, read by the host.
+EXPR_FNS = ("mul", "add", "sub", "floordiv", "max", "min", "rangelen")
 
 
 def _mk(fn: str, parts: list) -> Dim:
