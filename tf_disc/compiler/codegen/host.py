@@ -84,6 +84,8 @@ def _dim_expr(fn: str, a: list[str]) -> str:
         x, y = a
         return (f"({y} == 0 ? int64_t(0) : ({x} / {y} - (({x} % {y} != 0) && "
                 f"(({x} < 0) != ({y} < 0)))))")
+    if fn == "ifzero":
+        return f"({a[0]} == 0 ? {a[1]} : {a[2]})"
     if fn in ("max", "min"):
         return f"({a[0]} {'>' if fn == 'max' else '<'} {a[1]} ? {a[0]} : {a[1]})"
     raise KeyError(f"unknown dim function {fn}")

@@ -15,8 +15,8 @@ from .. import dtypes
 from ..dtypes import ALL, INTS, NUMERIC
 from ..errors import ShapeError, Unsupported
 from ..ir.core import Op
-from ..shapes.symbolic import (dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub,
-                               is_static)
+from ..shapes.symbolic import (dim_add, dim_floordiv, dim_ifzero, dim_max, dim_min, dim_mul,
+                               dim_sub, is_static)
 from .hostvals import const_array, const_ints, host_dims, make_host
 from .rule import OpRule
 
@@ -80,8 +80,14 @@ def lower_reshape(b, node, xs):
     if any(is_static(d) and int(d) < -1 for d in dims) or sum(d == "-1" for d in dims) > 1:
         raise ShapeError(f"node '{node.name}' (Reshape): bad shape {dims}")
     if "-1" in dims:
-        known = dim_mul(*[d for d in dims if d != "-1"]) if len(dims) > 1 else "1"
-        dims = [dim_floordiv(numel, known) if d == "-1" else d for d in dims]
+        # TF: when a requested dim is 0, zero input dims are left out of the
+        # count so that the -1 dim is still inferred ([0,2,3] -> [0,-1]: [0,6]).
+        known = [d for d in dims if d != "-1"]
+        prod_known = dim_mul(*known) if known else "1"
+        prod_nz = dim_mul(*[dim_max(d, "1") for d in known]) if known else "1"
+        num_nz = dim_mul(*[dim_max(d, "1") for d in x.shape]) if x.shape else "1"
+        missing = dim_floordiv(dim_ifzero(prod_known, num_nz, numel), prod_nz)
+        dims = [missing if d == "-1" else d for d in dims]
     _assert_eq(b, [numel], [dim_mul(*dims) if dims else "1"], node,
                "Input to reshape is a tensor with {0} values, but the requested shape has {1}")
     return [_reshape(b, x, dims)]

@@ -76,7 +76,8 @@ def bcast_parts(d: Dim) -> list[Dim]:
 # constants and keep one spelling for commutative forms.
 # "rangelen(i,j,k,t)": element count of TF's Range over the scalar function
 # inputs i, j, k (start, limit, delta) of TF dtype enum t, read by the host.
-EXPR_FNS = ("mul", "add", "sub", "floordiv", "max", "min", "rangelen")
+# "ifzero(c,a,b)": a when c == 0, else b.
+EXPR_FNS = ("mul", "add", "sub", "floordiv", "max", "min", "rangelen", "ifzero")
 
 
 def _mk(fn: str, parts: list) -> Dim:
@@ -155,6 +156,12 @@ def dim_min(a: Dim, b: Dim) -> Dim:
     if is_static(a) and is_static(b):
         return str(min(int(a), int(b)))
     return a if a == b else _mk("min", sorted([a, b]))
+
+
+def dim_ifzero(c: Dim, a: Dim, b: Dim) -> Dim:
+    if is_static(c):
+        return a if int(c) == 0 else b
+    return a if a == b else _mk("ifzero", [c, a, b])
 
 
 def _key(d: Dim) -> tuple:
