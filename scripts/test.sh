@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test command (README, .ci/run): sets up what is missing, runs pytest, then
-# the Bazel build and Bazel tests (README "Bazel") when bazel is installed.
+# The test command (README, .ci/run): sets up what is missing, runs the Bazel
+# build and Bazel tests (README "Bazel") when bazel is installed, then pytest.
 # Extra arguments go to pytest (and skip the Bazel part unless DISC_BAZEL=1);
 # DISC_BAZEL=0 skips it.
 set -euo pipefail
@@ -12,8 +12,6 @@ if ! "$PY" -c "import tensorflow, pytest, blade_disc_tf" >/dev/null 2>&1; then
 fi
 "$PY" tf_disc/build_ops.py          # a no-op when the library is up to date
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
-"$PY" -m pytest tests -q -p no:cacheprovider "$@"
-
 bazel_default=1
 [[ $# -gt 0 ]] && bazel_default=0
 if [[ "${DISC_BAZEL:-$bazel_default}" == 1 ]]; then
@@ -28,3 +26,6 @@ if [[ "${DISC_BAZEL:-$bazel_default}" == 1 ]]; then
     echo "test.sh: Bazel build + tests took $((SECONDS - start)) s"
   fi
 fi
+
+# pytest last, so that its summary is the closing line.
+"$PY" -m pytest tests -q -p no:cacheprovider "$@"
