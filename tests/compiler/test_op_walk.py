@@ -163,7 +163,7 @@ def test_reduce_family(compiler, enum):
         def fn(x):
             out = [tf.reduce_sum(x, 1), tf.reduce_prod(x, 0, keepdims=True),
                    tf.reduce_max(x, -1), tf.reduce_min(x, [0, 1]), tf.reduce_mean(x, 1),
-                   tf.argmax(x, 1), tf.argmin(x, 0)]
+                   tf.argmax(x, 1), tf.argmin(x, 0), tf.cumsum(x, 1, exclusive=True)]
             if dtype.is_floating:
                 out += [tf.nn.softmax(x), tf.nn.log_softmax(x)]
             return out
@@ -182,7 +182,7 @@ def test_reduce_family(compiler, enum):
             else:
                 assert_close(g, w, f"reduce op {k} [{dtype.name}]")
     COVERED.update(["Sum", "Prod", "Max", "Min", "Mean", "All", "Any", "ArgMax", "ArgMin",
-                    "Softmax", "LogSoftmax"])
+                    "Softmax", "LogSoftmax", "Cumsum"])
 
 
 def test_every_op_is_walked():

@@ -73,3 +73,16 @@ def softmaxes(x):
 def test_softmax(compiler):
     for sh in [(2, 3, 4), (1, 1, 7), (3, 2, 1)]:
         run(compiler, softmaxes, [S3], [rng.standard_normal(sh).astype(np.float32) * 10])
+
+
+def cumsums(x):
+    return (tf.cumsum(x, 1), tf.cumsum(x, 0, exclusive=True), tf.cumsum(x, -1, reverse=True),
+            tf.cumsum(x * 2.0, 1, exclusive=True, reverse=True) + 1.0)
+
+
+def test_cumsum(compiler):
+    for sh in [(3, 4), (1, 1), (0, 3), (5, 40)]:
+        run(compiler, cumsums, [tf.TensorSpec([None, None], F)],
+            [rng.standard_normal(sh).astype(np.float32)])
+    ispec = [tf.TensorSpec([None, None, None], I)]
+    run(compiler, lambda x: tf.cumsum(x, 1), ispec, [rng.integers(-9, 9, (2, 3, 4)).astype(np.int32)])

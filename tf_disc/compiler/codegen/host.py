@@ -14,7 +14,7 @@ from .cstr import c_string
 from .gemm import emit_dot
 from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo
-from .reduce import emit_reduce
+from .reduce import emit_cumsum, emit_reduce
 from .prelude import ERROR_MESSAGES
 
 # Below this many cost units a kernel runs on the calling thread.
@@ -194,6 +194,8 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo]) -> tuple[str, str]:
             body += emit_dot(op, dn, ptr, k)
         elif op.name in ("reduce", "argreduce"):
             body += emit_reduce(op, dn, ptr, k)
+        elif op.name == "cumsum":
+            body += emit_cumsum(op, dn, ptr, k)
     body.append("  return 0;")
     entry = ["extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_abi_version(void) { return DISC_ABI_VERSION; }", "",
              "extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_entry(const DiscRuntime* rt, const DiscBuffer* inputs,",

@@ -105,3 +105,47 @@ def emit_reduce(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
         body.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
     body.append("  }")
     return out + body
+
+
+def emit_cumsum(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
+    """Cumsum along one axis: one sequential scan per (outer, inner) line,
+    lines in parallel; exclusive/reverse as TF; f32 accumulates in float
+    like TF's Eigen scan."""
+    (x,) = op.operands
+    t = x.dtype.ctype
+    ax = op.attrs["axis"]
+    xd = [dn(d) for d in x.shape]
+    out = list(dn.lines)
+    dn.lines = []
+    outer = " * ".join(xd[:ax]) or "1"
+    inner = " * ".join(xd[ax + 1:]) or "1"
+    excl, rev = bool(op.attrs.get("exclusive")), bool(op.attrs.get("reverse"))
+    body = [
+        f"  {{  // cumsum axis {ax}",
+        "    struct S {",
+        f"      const {t}* x; {t}* o; int64_t n, inner;",
+        "      static void run(void* cl, int64_t b, int64_t e) {",
+        "        const S& c = *static_cast<const S*>(cl);",
+        "        for (int64_t l = b; l < e; ++l) {",
+        "          const int64_t base = (l / c.inner) * c.n * c.inner + l % c.inner;",
+        f"          {t} acc = {t}(0);",
+        "          for (int64_t j0 = 0; j0 < c.n; ++j0) {",
+        f"            const int64_t j = {'c.n - 1 - j0' if rev else 'j0'};",
+        "            const int64_t p = base + j * c.inner;",
+        ("            c.o[p] = acc; acc += c.x[p];" if excl else
+         "            acc += c.x[p]; c.o[p] = acc;"),
+        "          }",
+        "        }",
+        "      }",
+        "    };",
+        f"    S cs{k} = {{{ptr[x]}, {ptr[op.result]}, {xd[ax]}, {inner}}};",
+        f"    const int64_t lines = {outer} * {inner};",
+        f"    if (lines > 0 && {xd[ax]} > 0) {{",
+        f"      if (lines * ({xd[ax]} + 1) < 32768) S::run(&cs{k}, 0, lines);",
+        f"      else rt->parallel_for(rt->ctx, lines, {xd[ax]} + 1, &S::run, &cs{k});",
+        "    }",
+    ]
+    for name in op.attrs.get("frees", []):
+        body.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
+    body.append("  }")
+    return out + body

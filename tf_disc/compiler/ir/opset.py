@@ -63,6 +63,7 @@ OPSET.update({
     # Own kernels (codegen/reduce.py), operands materialized.
     "reduce": IrOpSpec(1, "library", "same"),     # attrs kind, dimensions
     "argreduce": IrOpSpec(1, "library", "attr"),  # attrs kind, dimension
+    "cumsum": IrOpSpec(1, "library", "same"),     # attrs axis, exclusive, reverse
 })
 REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or", "max_ignore_nan")
 # Library ops: run by the runtime (own top-level call, not fused); their

@@ -80,6 +80,17 @@ def _softmax(log):
     return lower
 
 
+def lower_cumsum(b, node, xs):
+    x, ax = xs
+    (a,) = const_ints(b, ax, node, "axis")
+    r = x.type.rank
+    if not -r <= a < r:
+        raise ShapeError(f"axis {a} out of range for rank {r} (node '{node.name}')")
+    return [b.emit("cumsum", [x], x.dtype, x.shape, axis=a % r,
+                   exclusive=bool(node.attrs.get("exclusive", False)),
+                   reverse=bool(node.attrs.get("reverse", False)))]
+
+
 def _keep_shape(env, shapes, attrs):
     return [("?",) * len(shapes[0])]   # rank only; checked loosely below
 
@@ -113,6 +124,8 @@ RULES = [
     OpRule("ArgMin", _argreduce("min"), {"T": NUMERIC, "Tidx": INTS, "output_type": INTS},
            dtype_rule=lambda d, a: [dtypes.from_tf(a.get("output_type", 9))],
            shape_rule=lambda env, s, a: [("?",) * (len(s[0]) - 1)], fusion="reduction",
+           const_inputs=(1,)),
+    OpRule("Cumsum", lower_cumsum, {"T": NUMERIC, "Tidx": INTS}, fusion="reduction",
            const_inputs=(1,)),
     OpRule("Softmax", _softmax(False), {"T": FLOATS}, fusion="reduction"),
     OpRule("LogSoftmax", _softmax(True), {"T": FLOATS}, fusion="reduction"),
