@@ -103,3 +103,17 @@ def test_empty_tensors(disc, shapes):
     assert isinstance(got, np.ndarray), got
     assert got.shape == want.shape and got.dtype == want.dtype
     assert counter(disc.stats(), "fallbacks") == 0, disc.stats()
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32])
+@pytest.mark.parametrize("shape", [(4, 1, 2, 0), (0, 3), (2, 3)])
+def test_mean_over_empty_axes(disc, dtype, shape):
+    # fuzz seed 201015: integer Mean over zero elements is 0 in TF, not an
+    # "Integer division by zero" (float: NaN)
+    rank = len(shape)
+    axes = [0, rank - 1]
+    fn = lambda x: tf.reduce_mean(x * 2, axis=axes, keepdims=True)  # noqa: E731
+    want, got = _both(fn, [_spec(tf.as_dtype(dtype), rank)],
+                      np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape))
+    assert isinstance(got, np.ndarray), got
+    np.testing.assert_array_equal(got, want)

@@ -42,7 +42,8 @@ def _reduction(kind, mean=False):
             count = dim_mul(*[x.shape[d] for d in axes])
             c = make_host(b, [count], dtypes.I64, scalar=True)
             c = b.broadcast_to(b.convert(c, x.dtype), out.shape)
-            out = b.elementwise("divide" if x.dtype.is_float else "div_int", out, c)
+            # Integer mean over zero elements is 0 in TF (no division error).
+            out = b.elementwise("divide" if x.dtype.is_float else "div_no_nan", out, c)
         return [out]
     lower.__name__ = f"lower_{kind}{'_mean' if mean else ''}"
     return lower
