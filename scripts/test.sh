@@ -10,6 +10,12 @@ PY=${PYTHON:-python3}
 if ! "$PY" -c "import tensorflow, pytest, blade_disc_tf" >/dev/null 2>&1; then
   bash scripts/setup.sh --no-example
 fi
+# Test this checkout, not another one an earlier editable install points at.
+here_pkg="$(pwd)/tf_disc/python"
+installed_pkg=$("$PY" -c "import os, blade_disc_tf; print(os.path.dirname(os.path.realpath(blade_disc_tf.__file__)))")
+if [[ "$installed_pkg" != "$(realpath "$here_pkg")" ]]; then
+  "$PY" -m pip install -q --no-build-isolation --no-deps -e .
+fi
 "$PY" tf_disc/build_ops.py          # a no-op when the library is up to date
 export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
 bazel_default=1
