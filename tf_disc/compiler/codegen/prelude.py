@@ -328,7 +328,7 @@ template <class T> inline T disc_selu(T x) {
 template <class T> inline T disc_softplus(T x) {
   const T threshold = T(std::log(std::numeric_limits<T>::epsilon()) + T(2));
   const T e = disc_exp(x);
-  const T mid = disc_log(e + T(1));
+  const T mid = disc_log1p(e);  // as TF: log1p keeps precision for e << 1
   return x > -threshold ? x : (x < threshold ? e : mid);
 }
 template <class T> inline T disc_floor_div_int(T x, T y, int32_t& err) {
