@@ -50,3 +50,15 @@ def assert_close(got, want, what):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=what)
     else:
         np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def run_against_tf(compiler, fn, specs, inputs):
+    """Compiles fn for specs, runs it on inputs and checks every output
+    against fn run eagerly in TF; returns our outputs."""
+    exe, out_dt = compiler.executable(fn, specs)
+    got = exe(inputs, out_dt)
+    want = fn(*[tf.constant(x) for x in inputs])
+    want = want if isinstance(want, (list, tuple)) else [want]
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert_close(g, w.numpy(), f"{fn.__name__} output {k}")
+    return got

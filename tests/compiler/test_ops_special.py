@@ -5,20 +5,10 @@ import pytest
 import tensorflow as tf
 
 from .harness import DiscError
-from .opwalk import assert_close
+from .opwalk import run_against_tf as run
 
 F, B, I = tf.float32, tf.bool, tf.int32
 rng = np.random.default_rng(7)
-
-
-def run(compiler, fn, specs, inputs):
-    exe, out_dt = compiler.executable(fn, specs)
-    got = exe(inputs, out_dt)
-    want = fn(*[tf.constant(x) for x in inputs])
-    want = want if isinstance(want, (list, tuple)) else [want]
-    for k, (g, w) in enumerate(zip(got, want)):
-        assert_close(g, w.numpy(), f"{fn.__name__} output {k}")
-    return got
 
 
 def r(*shape, dtype=np.float32):
