@@ -11,14 +11,13 @@ from ..ir.core import Func, Op, Value
 from ..ir.opset import spec
 from ..shapes.symbolic import is_static, parse_dim
 from .cstr import c_string
+from .dispatch import emit_launch
 from .gemm import emit_dot
 from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo
 from .reduce import emit_cumsum, emit_reduce
 from .prelude import ERROR_MESSAGES
 
-# Below this many cost units a kernel runs on the calling thread.
-INLINE_COST = 1 << 15
 
 
 class DimNames:
@@ -238,8 +237,7 @@ def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str]) -> list[
     out += [f"    {c}.fast = {' && '.join(fast)};",
             f"    const int64_t n = {n};",
             f"    if (n > 0) {{",
-            f"      if (n * {k.cost} < {INLINE_COST}) {k.name}(&{c}, 0, n);",
-            f"      else rt->parallel_for(rt->ctx, n, {k.cost}, {k.name}, &{c});",
+            *emit_launch("n", str(k.cost), k.name, f"&{c}"),
             "    }"]
     for code, msg in ERROR_MESSAGES.items():
         out.append(f"    if ({c}.err == {code}) return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "

@@ -6,6 +6,7 @@ f32 sums and products accumulate in double; max/min propagate NaN (TF)."""
 from __future__ import annotations
 
 from ..ir.core import Op, Value
+from .dispatch import emit_launch
 
 _INIT = {"sum": "0", "prod": "1", "and": "true", "or": "false"}
 
@@ -98,8 +99,7 @@ def emit_reduce(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     body += [f"    r{k}.rn = {rn};",
              f"    const int64_t n = {on};",
              f"    if (n > 0) {{",
-             f"      if (n * ({rn} + 1) < 32768) R::run(&r{k}, 0, n);",
-             f"      else rt->parallel_for(rt->ctx, n, {rn} + 1, &R::run, &r{k});",
+             *emit_launch("n", f"{rn} + 1", "R::run", f"&r{k}"),
              "    }"]
     for name in op.attrs.get("frees", []):
         body.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
@@ -141,8 +141,7 @@ def emit_cumsum(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
         f"    S cs{k} = {{{ptr[x]}, {ptr[op.result]}, {xd[ax]}, {inner}}};",
         f"    const int64_t lines = {outer} * {inner};",
         f"    if (lines > 0 && {xd[ax]} > 0) {{",
-        f"      if (lines * ({xd[ax]} + 1) < 32768) S::run(&cs{k}, 0, lines);",
-        f"      else rt->parallel_for(rt->ctx, lines, {xd[ax]} + 1, &S::run, &cs{k});",
+        *emit_launch("lines", f"{xd[ax]} + 1", "S::run", f"&cs{k}"),
         "    }",
     ]
     for name in op.attrs.get("frees", []):
