@@ -16,6 +16,7 @@ from .gemm import emit_dot
 from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo
 from .reduce import emit_cumsum, emit_reduce
+from .stitch import StitchInfo, emit_stitch_launch
 from .prelude import ERROR_MESSAGES
 
 
@@ -131,7 +132,7 @@ def _const_array(op: Op) -> str:
     return f"static const {dt.ctype} c_{v.name}[{max(len(op.attrs['value']), 1)}] = {{{vals or '0'}}};"
 
 
-def render_host(func: Func, kernels: dict[Op, KernelInfo]) -> tuple[str, str]:
+def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo]) -> tuple[str, str]:
     """Returns (file-scope constant arrays, disc_entry source)."""
     dn = DimNames()
     body: list[str] = []
@@ -167,7 +168,7 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo]) -> tuple[str, str]:
             ptr[op.result] = f"h_{op.result.name}"
     # Buffers: outputs and temps.
     for op in func.ops:
-        if op.name != "fusion" and spec(op.name).kind != "library":
+        if spec(op.name).kind not in ("fusion", "library"):
             continue
         for r, where in zip(op.results, op.attrs["buffers"]):
             dims = [dn(d) for d in r.shape]
@@ -189,6 +190,8 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo]) -> tuple[str, str]:
     for k, op in enumerate(func.ops):
         if op.name == "fusion":
             body += _launch(op, kernels[op], dn, ptr)
+        elif op.name == "stitch":
+            body += emit_stitch_launch(op, kernels[op], dn, ptr)
         elif op.name == "dot":
             body += emit_dot(op, dn, ptr, k)
         elif op.name in ("reduce", "argreduce"):

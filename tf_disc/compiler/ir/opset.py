@@ -45,6 +45,9 @@ OPSET.update({
     "assert_same_shape": IrOpSpec(0, "assert"),
     "assert_dim_eq": IrOpSpec(0, "assert"),
     "fusion": IrOpSpec(-1, "fusion", "attr"),
+    # Row kernel: last-dim reductions with their elementwise producers and
+    # consumers (passes/stitch.py, codegen/stitch.py); attr row_shape.
+    "stitch": IrOpSpec(-1, "fusion", "attr"),
 })
 # Shape/layout ops (ops/shape_ops.py; C++ in codegen/index_ops.py).  "index"
 # ops read materialized buffers at positions computed from the output's
@@ -70,6 +73,7 @@ REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or", "max_ignore_nan")
 # computed operands are materialized, consumers read their result buffers.
 OPSET.update({
     "dot": IrOpSpec(2, "library"),  # ir/dot.py, codegen/gemm.py
+    "window": IrOpSpec(-1, "library"),  # (x[, filter]): ops/nn_conv.py, codegen/conv.py
 })
 
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")

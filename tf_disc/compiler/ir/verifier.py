@@ -16,7 +16,7 @@ def _fail(op: Op, msg: str) -> None:
     raise VerifyError(f"IR verify: {op.name} -> {[r.name for r in op.results]}: {msg}")
 
 
-def _check_op(op: Op, defined: set[Value], in_region: bool, syms: set[str]) -> None:
+def _check_op(op: Op, defined: set[Value], in_region: bool | str, syms: set[str]) -> None:
     s = spec(op.name)
     for v in op.operands:
         if v not in defined:
@@ -35,7 +35,8 @@ def _check_op(op: Op, defined: set[Value], in_region: bool, syms: set[str]) -> N
             _fail(op, "fusion needs a region and cannot nest")
         inner = set(defined)
         for o in op.region.ops:
-            _check_op(o, inner, True, syms)
+            # stitch regions (passes/stitch.py) also hold row reductions
+            _check_op(o, inner, "stitch" if op.name == "stitch" else True, syms)
             inner.update(o.results)
         if len(op.region.outputs) != len(op.results):
             _fail(op, "yield count != result count")
@@ -47,7 +48,7 @@ def _check_op(op: Op, defined: set[Value], in_region: bool, syms: set[str]) -> N
         _fail(op, "expects one result")
     res = op.result
     if s.kind == "library":
-        if in_region:
+        if in_region and not (op.name == "reduce" and in_region == "stitch"):
             _fail(op, "library ops live at top level")
         from .dot import verify_dot
         problem = verify_dot(op) if op.name == "dot" else None

@@ -10,8 +10,9 @@ from ..ir.opset import spec
 
 
 def _writes_buffers(op: Op) -> bool:
-    """Fusion kernels and library ops (dot) write their results to memory."""
-    return op.name == "fusion" or spec(op.name).kind == "library"
+    """Fusion and stitch kernels and library ops (dot) write their results
+    to memory."""
+    return spec(op.name).kind in ("fusion", "library")
 
 
 def assign_buffers(func: Func) -> Func:

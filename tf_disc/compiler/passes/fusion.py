@@ -24,14 +24,14 @@ def _is_computed(op: Op) -> bool:
 
 
 def _is_library(op: Op) -> bool:
-    """Ops with their own top-level call (dot, reduce): not fused; their
-    computed operands are materialized."""
-    return spec(op.name).kind == "library"
+    """Ops with their own top-level call (dot, reduce, stitch kernels): not
+    fused; their computed operands are materialized."""
+    return spec(op.name).kind == "library" or op.name == "stitch"
 
 
 def _reads_shifted(op: Op) -> bool:
     """Ops that read their operands at other positions than their own."""
-    return spec(op.name).kind in ("broadcast", "index", "library")
+    return spec(op.name).kind in ("broadcast", "index") or _is_library(op)
 
 
 def fuse(func: Func) -> Func:
@@ -142,9 +142,18 @@ def fuse(func: Func) -> Func:
     # Library ops run after the kernels of their level, in program order.
     libs = [(level[op.results[0]], len(kernels) + i,
              Op(op.name, [outer.get(v, v) for v in op.operands], list(op.results),
-                dict(op.attrs)))
+                dict(op.attrs), _reroute_region(op.region, outer)))
             for i, op in enumerate(o for o in func.ops if _is_library(o))]
     steps = sorted(kernels + libs, key=lambda t: (t[0], t[1]))
     ops = consts + asserts + [f for _, _, f in steps]
     rets = [outer[v] if v in outer else v for v in func.rets]
     return dataclasses.replace(func, ops=ops, rets=rets, attrs=dict(func.attrs))
+
+
+def _reroute_region(region: Region | None, outer: dict[Value, Value]) -> Region | None:
+    """A stitch region reading kernel outputs through their fusion results."""
+    if region is None:
+        return None
+    inner = {r for o in region.ops for r in o.results}
+    return Region([Op(o.name, [v if v in inner else outer.get(v, v) for v in o.operands],
+                      o.results, dict(o.attrs)) for o in region.ops], region.outputs)

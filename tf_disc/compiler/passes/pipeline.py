@@ -16,6 +16,7 @@ from .dce import dce
 from .fusion import fuse
 from .outputs import materialize_outputs
 from .sink_broadcasts import sink_broadcasts
+from .stitch import stitch
 
 log = logging.getLogger("blade_disc_tf.compiler")
 
@@ -28,6 +29,7 @@ PIPELINE: list[tuple[str, Pass]] = [
     ("sink_broadcasts", sink_broadcasts),
     ("canonicalize_2", canonicalize),
     ("materialize_outputs", materialize_outputs),
+    ("stitch", stitch),
     ("fuse", fuse),
     ("assign_buffers", assign_buffers),
 ]

@@ -1,0 +1,228 @@
+"""Stitch fusion (passes/stitch.py, codegen/stitch.py): row reductions with
+their elementwise producers and consumers in one row kernel.  IR snippets
+for the pass; softmax / LayerNorm / moments patterns against TF over many
+shapes through the ctypes harness."""
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from blade_disc_tf.compiler.ir.parser import parse_func
+from blade_disc_tf.compiler.ir.printer import print_func
+from blade_disc_tf.compiler.ir.verifier import verify
+from blade_disc_tf.compiler.passes.pipeline import PIPELINE, run_pipeline
+from blade_disc_tf.compiler.passes.stitch import stitch
+
+from .harness import DiscError
+
+F = tf.float32
+rng = np.random.default_rng(11)
+
+SOFTMAX_IR = """func @f(%arg0: f32[s0,s1]) {
+  %v0 = reduce(%arg0) {"dimensions": [1],"kind": "max_ignore_nan"} : f32[s0,1]
+  %v1 = broadcast_in_dim(%v0) {"broadcast_dimensions": [0,1]} : f32[s0,s1]
+  %v2 = subtract(%arg0, %v1) : f32[s0,s1]
+  %v3 = exponential(%v2) : f32[s0,s1]
+  %v4 = reduce(%v3) {"dimensions": [1],"kind": "sum"} : f32[s0,1]
+  %v5 = broadcast_in_dim(%v4) {"broadcast_dimensions": [0,1]} : f32[s0,s1]
+  %v6 = divide(%v3, %v5) : f32[s0,s1]
+  return(%v6, %v4)
+}
+"""
+
+
+def _stitches(func):
+    return [op for op in func.ops if op.name == "stitch"]
+
+
+def test_softmax_ir_becomes_one_stitch_with_both_outputs():
+    func = verify(stitch(parse_func(SOFTMAX_IR)))
+    (st,) = _stitches(func)
+    assert func.ops == [st]
+    assert [op.name for op in st.region.ops].count("reduce") == 2
+    assert [r.type for r in st.results] == [r.type for r in st.region.outputs]
+    assert [r.name for r in st.region.outputs] == ["v4", "v6"]   # program order
+    assert func.rets == [st.results[1], st.results[0]]
+    again = parse_func(print_func(func))       # prints and parses back
+    assert print_func(again) == print_func(func)
+
+
+def test_group_stays_convex_around_a_dot():
+    # the reduce feeds a dot whose result feeds the row work: one kernel
+    # cannot run both before and after the dot
+    text = """func @f(%arg0: f32[s0,s1], %arg1: f32[s1,s1]) {
+  %v0 = reduce(%arg0) {"dimensions": [1],"kind": "sum"} : f32[s0,1]
+  %v1 = broadcast_in_dim(%v0) {"broadcast_dimensions": [0,1]} : f32[s0,s1]
+  %v2 = subtract(%arg0, %v1) : f32[s0,s1]
+  %v3 = dot(%v2, %arg1) {"batch_lhs": [], "batch_rhs": [], "lhs_contract": [1], "lhs_free": [0], "rhs_contract": [0], "rhs_free": [1]} : f32[s0,s1]
+  %v4 = add(%v3, %v2) : f32[s0,s1]
+  %v5 = reduce(%v4) {"dimensions": [1],"kind": "max"} : f32[s0,1]
+  return(%v5)
+}
+"""
+    func = verify(stitch(parse_func(text)))
+    names = [op.name for op in func.ops]
+    assert names == ["stitch", "dot", "stitch"], names
+    first, _, second = func.ops
+    assert "add" not in [o.name for o in first.region.ops]
+    assert "add" in [o.name for o in second.region.ops]
+
+
+def test_non_last_dim_reduce_is_left_alone():
+    text = """func @f(%arg0: f32[s0,s1]) {
+  %v0 = reduce(%arg0) {"dimensions": [0],"kind": "sum"} : f32[1,s1]
+  return(%v0)
+}
+"""
+    assert not _stitches(stitch(parse_func(text)))
+
+
+def test_pipeline_runs_stitch_before_loop_fusion():
+    names = [n for n, _ in PIPELINE]
+    assert names.index("stitch") < names.index("fuse")
+    func = run_pipeline(parse_func(SOFTMAX_IR))
+    assert [op.name for op in func.ops] == ["stitch"]
+    assert func.ops[0].attrs["buffers"] == ["out:1", "out:0"]
+
+
+def check(compiler, fn, specs, inputs, tol=1e-5):
+    exe, out_dt = compiler.executable(fn, specs)
+    got = exe(inputs, out_dt)
+    want = fn(*[tf.constant(x) for x in inputs])
+    want = want if isinstance(want, (list, tuple)) else [want]
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        w = w.numpy()
+        assert g.shape == w.shape and g.dtype == w.dtype, (fn.__name__, k, g.shape, w.shape)
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"{fn.__name__} {k}")
+    return exe
+
+
+def softmax(x):
+    return tf.nn.softmax(x), tf.nn.log_softmax(x)
+
+
+def masked_softmax(scores, mask):
+    # BERT-style: scores [B,H,S,S] + (1 - mask[B,1,1,S]) * -1e4
+    return tf.nn.softmax(scores + (1.0 - mask) * -10000.0)
+
+
+def raw_layernorm(x, g, b):
+    m = tf.reduce_mean(x, -1, keepdims=True)
+    v = tf.reduce_mean(tf.square(x - m), -1, keepdims=True)
+    return (x - m) * tf.math.rsqrt(v + 1e-5) * g + b
+
+
+def moments_layernorm(x, g, b):
+    m, v = tf.nn.moments(x, [-1], keepdims=True)
+    return tf.nn.batch_normalization(x, m, v, b, g, 1e-3), m[..., 0]
+
+
+def keras_layernorm(x, g, b):
+    return keras.ops.layer_normalization(x, g, b, axis=-1, epsilon=1e-3)
+
+
+def residual_layernorm(x, r, bias, g, b):
+    # input fusion: bias add + residual feeding the statistics
+    return keras_layernorm(x + bias + r, g, b)
+
+
+def row_stats(x, y):
+    # reductions with a runtime broadcast operand: y [s2] may be 1 or match
+    z = x * y
+    return tf.reduce_sum(z, -1), tf.reduce_max(tf.abs(z), -1, keepdims=True), z
+
+
+S3 = tf.TensorSpec([None, None, None], F)
+V = tf.TensorSpec([None], F)
+SHAPES = [(2, 3, 768), (1, 1, 1), (3, 5, 7), (2, 0, 4), (1, 4, 0), (4, 17, 33), (1, 2, 9)]
+
+
+def _x(shape):
+    return (rng.standard_normal(shape) * 3).astype(np.float32)
+
+
+def test_softmax_rows(compiler):
+    for sh in SHAPES:
+        check(compiler, softmax, [S3], [_x(sh)])
+
+
+def test_softmax_extreme_rows(compiler):
+    # (NaN/+inf inputs: TF's Softmax differs from its own composite form;
+    # the loop-fused path and the stitch kernel agree with each other there)
+    x = _x((3, 4, 9))
+    x[1, 2, :] = -np.inf
+    x[2, 0, 3] = 1e30
+    x[0, 1, :] = -1e30
+    exe, out_dt = compiler.executable(softmax, [S3])
+    got = exe([x], out_dt)
+    want = [w.numpy() for w in softmax(tf.constant(x))]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_masked_softmax(compiler):
+    spec = [tf.TensorSpec([None] * 4, F), tf.TensorSpec([None, 1, 1, None], F)]
+    for b, h, s in [(2, 3, 5), (1, 12, 64), (3, 1, 1), (2, 2, 17)]:
+        mask = (rng.random((b, 1, 1, s)) > 0.3).astype(np.float32)
+        check(compiler, masked_softmax, spec, [_x((b, h, s, s)), mask])
+
+
+@pytest.mark.parametrize("fn", [raw_layernorm, moments_layernorm, keras_layernorm])
+@pytest.mark.parametrize("channels", [None, 33])
+def test_layernorm_patterns(compiler, fn, channels):
+    # channels None: gamma/beta [s3] may broadcast against x's [.., s2]
+    if fn is keras_layernorm and channels is None:
+        pytest.skip("Keras reshapes gamma to the static channel count")
+    spec = [tf.TensorSpec([None, None, channels], F), tf.TensorSpec([channels], F),
+            tf.TensorSpec([channels], F)]
+    for sh in SHAPES if channels is None else [(2, 3, 33), (1, 1, 33), (4, 0, 33)]:
+        c = sh[-1]
+        check(compiler, fn, spec, [_x(sh) + 5.0, _x((c,)), _x((c,))], tol=2e-4)
+
+
+def test_residual_layernorm(compiler):
+    x3, v = tf.TensorSpec([None, None, 24], F), tf.TensorSpec([24], F)
+    spec = [x3, x3, v, v, v]
+    for sh in [(2, 3, 24), (1, 7, 24), (3, 1, 24), (2, 0, 24)]:
+        c = sh[-1]
+        check(compiler, residual_layernorm, spec,
+              [_x(sh), _x(sh), _x((c,)), _x((c,)), _x((c,))], tol=2e-4)
+
+
+def test_runtime_broadcast_inside_rows(compiler):
+    spec = [S3, V]
+    for sh, ylen in [((2, 3, 4), 4), ((2, 3, 4), 1), ((1, 1, 1), 1), ((3, 2, 1), 5)]:
+        check(compiler, row_stats, spec, [_x(sh), _x((ylen,))])
+
+
+def test_incompatible_broadcast_is_tf_error(compiler):
+    exe, out_dt = compiler.executable(row_stats, [S3, V])
+    with pytest.raises(DiscError) as e:
+        exe([_x((2, 3, 4)), _x((3,))], out_dt)
+    assert e.value.code == 3      # INVALID_ARGUMENT, as TF
+
+
+def int_rows(x, k):
+    return tf.reduce_sum(x * k, -1), tf.reduce_max(x, -1) - tf.reduce_min(x, -1), x // k
+
+
+def test_int_rows_and_division_error(compiler):
+    spec = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)]
+    x = rng.integers(-9, 9, (5, 11)).astype(np.int32)
+    k = rng.integers(1, 4, (5, 11)).astype(np.int32)
+    check(compiler, int_rows, spec, [x, k])
+    exe, out_dt = compiler.executable(int_rows, spec)
+    k[2, 3] = 0
+    with pytest.raises(DiscError, match="Integer division by zero"):
+        exe([x, k], out_dt)
+
+
+def rank1(x):
+    return tf.nn.softmax(x), tf.reduce_mean(x)
+
+
+def test_rank1_rows(compiler):
+    for n in [1, 5, 300, 0]:
+        check(compiler, rank1, [V], [_x((n,))])

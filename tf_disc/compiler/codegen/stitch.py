@@ -1,0 +1,279 @@
+"""One `stitch` op (passes/stitch.py) -> one C++ row kernel.
+
+Rows run in parallel; each row runs a short sequence of phases.  Phase p
+is one vectorized loop over the row computing the row values that depend on
+p reductions; the row reductions of phase p then run over their (cached)
+inputs with 8 independent accumulators, and the per-row values they feed are
+computed before phase p + 1.  Row values read in a later phase are kept in
+a per-chunk scratch row (malloc'ed once per parallel chunk), so each input
+row is read from memory once and stays in cache for all of its phases.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir.core import Op, Value
+from . import ops as optable
+from .cstr import c_string
+from .dispatch import emit_launch
+from .prelude import ERROR_MESSAGES
+from .reduce import _combine, _init
+from .kernel import _scalar_const
+
+LANES = 8
+# err code for a failed scratch allocation (the others are prelude.py's).
+OOM_ERROR = 100
+
+
+@dataclasses.dataclass
+class RowLoad:
+    """A broadcast read of external `source` into the row or per-row space."""
+    source: Value
+    dims: list[int]   # broadcast_dimensions
+    inner: str        # "none" (per-row), "unit" (stride 1), "runtime" (field sj<k>)
+
+
+@dataclasses.dataclass
+class StitchInfo:
+    name: str
+    op: Op
+    row_shape: list[str]
+    buffers: list[Value] = dataclasses.field(default_factory=list)
+    loads: list[RowLoad] = dataclasses.field(default_factory=list)
+    cost: int = 1
+    source: str = ""
+
+
+class _Emitter:
+    def __init__(self, info: StitchInfo, consts: dict[Value, Op]) -> None:
+        self.info = info
+        self.consts = consts
+        self.shape = tuple(info.row_shape)
+        self.outer = self.shape[:-1]
+        self.region_vals = {r for o in info.op.region.ops for r in o.results}
+        self.phase: dict[Value, int] = {}
+        self.expr: dict[Value, str] = {}
+
+    def klass(self, v: Value) -> str:
+        if v.shape == self.shape:
+            return "row"
+        return "scalar" if v.type.rank == 0 and self.outer else "per_row"
+
+    def buf(self, v: Value) -> int:
+        if v not in self.info.buffers:
+            self.info.buffers.append(v)
+        return self.info.buffers.index(v)
+
+    def external(self, v: Value) -> str:
+        """Expression reading an external value of the op's own class."""
+        lit = _scalar_const(v, self.consts)
+        if lit is not None:
+            return lit
+        k = self.klass(v)
+        p = f"c.p{self.buf(v)}"
+        return {"row": f"{p}[row + j]", "per_row": f"{p}[r]", "scalar": f"{p}[0]"}[k]
+
+    def load(self, op: Op) -> str:
+        (x,) = op.operands
+        lit = _scalar_const(x, self.consts)
+        if lit is not None:
+            return lit
+        if x.type.rank == 0:
+            return f"c.p{self.buf(x)}[0]"
+        bd = list(op.attrs["broadcast_dimensions"])
+        last = len(self.shape) - 1
+        inner = "none"
+        if self.klass(op.result) == "row" and last in bd:
+            src = x.shape[bd.index(last)]
+            inner = "none" if src == "1" else "unit" if src == self.shape[-1] else "runtime"
+        k = len(self.info.loads)
+        self.info.loads.append(RowLoad(x, bd, inner))
+        p = f"c.p{self.buf(x)}"
+        return {"none": f"{p}[b{k}]", "unit": f"{p}[b{k} + j]",
+                "runtime": f"{p}[b{k} + j * c.sj{k}]"}[inner]
+
+
+def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
+    info = StitchInfo(f"disc_stitch_{index}", op, list(op.attrs["row_shape"]))
+    em = _Emitter(info, consts)
+    region = op.region
+    # Phases: a reduce result is available one phase after its input.
+    for o in region.ops:
+        ph = max([em.phase.get(x, 0) for x in o.operands], default=0)
+        em.phase[o.result] = ph + 1 if o.name == "reduce" else ph
+    row_ops = [o for o in region.ops if o.name != "reduce" and em.klass(o.result) == "row"]
+    nphases = max([em.phase[o.result] for o in row_ops] +
+                  [em.phase.get(o.operands[0], 0) for o in region.ops if o.name == "reduce"],
+                  default=0) + 1
+    # Row values read in a later phase than their own (or by a reduce) live in scratch.
+    scratch: list[Value] = []
+    for o in region.ops:
+        for x in o.operands:
+            if x in em.region_vals and em.klass(x) == "row" and x not in scratch and (
+                    o.name == "reduce" or em.phase[o.result] > em.phase[x]):
+                scratch.append(x)
+    t_of = {r: r.dtype.ctype for o in region.ops for r in o.results}
+    outputs = {v: m for m, v in enumerate(region.outputs)}
+    cost = 0
+    body: list[str] = []
+    per_row_done: set[Value] = set()
+
+    def operand(x: Value, use_phase: int) -> str:
+        if x not in em.region_vals:
+            return em.external(x)
+        if em.klass(x) == "row" and em.phase[x] < use_phase:
+            return f"s{scratch.index(x)}[j]"
+        return em.expr[x]
+
+    def compute(o: Op, ph: int) -> list[str]:
+        """Statements defining o's value in phase ph (none for broadcasts)."""
+        r = o.result
+        if o.name == "broadcast_in_dim":
+            x = o.operands[0]
+            em.expr[r] = em.expr[x] if x in em.region_vals else em.load(o)
+            return []
+        em.expr[r] = r.name
+        args = [operand(x, ph) for x in o.operands]
+        return [f"const {t_of[r]} {r.name} = {optable.emit(o, args, t_of[r])};"]
+
+    def per_row_ops(ph: int) -> list[str]:
+        lines = []
+        for o in region.ops:
+            r = o.result
+            if o.name == "reduce" or em.klass(r) == "row" or r in per_row_done \
+                    or em.phase[r] != ph:
+                continue
+            per_row_done.add(r)
+            lines += compute(o, ph)
+            if r in outputs:
+                lines.append(f"c.o{outputs[r]}[r] = {em.expr[r]};")
+        return lines
+
+    for ph in range(nphases):
+        body += per_row_ops(ph)
+        loop: list[str] = []
+        for o in row_ops:
+            r = o.result
+            if em.phase[r] != ph:
+                continue
+            loop += compute(o, ph)
+            cost += optable.cost(o.name)
+            if r in scratch:
+                loop.append(f"s{scratch.index(r)}[j] = {em.expr[r]};")
+            if r in outputs:
+                loop.append(f"c.o{outputs[r]}[row + j] = {em.expr[r]};")
+        if loop:
+            body += ["#pragma GCC ivdep", "for (int64_t j = 0; j < R; ++j) {",
+                     *["  " + s for s in loop], "}"]
+        for o in region.ops:
+            if o.name == "reduce" and em.phase.get(o.operands[0], 0) == ph:
+                body += _row_reduce(o, em, scratch)
+                if o.result in outputs:
+                    body.append(f"c.o{outputs[o.result]}[r] = {o.result.name};")
+                cost += 1
+    body += per_row_ops(nphases)
+    info.cost = cost + 1 + len(region.outputs)
+    info.source = _render(info, scratch, body)
+    return info
+
+
+def _row_reduce(o: Op, em: _Emitter, scratch: list[Value]) -> list[str]:
+    """Reduction of one row into the per-row value o.result, LANES wide."""
+    x, r = o.operands[0], o.result
+    kind, t = o.attrs["kind"], x.dtype.ctype
+    at = "double" if (t == "float" and kind in ("sum", "prod")) else t
+    if x in em.region_vals:
+        src = f"s{scratch.index(x)}"
+    else:
+        src = f"(c.p{em.buf(x)} + row)"
+    em.expr[r] = r.name
+    lines = [f"{at} a_{r.name}[{LANES}];",
+             f"for (int u = 0; u < {LANES}; ++u) a_{r.name}[u] = {_init(kind, at)};",
+             "{",
+             "  int64_t j = 0;",
+             f"  for (; j + {LANES} <= R; j += {LANES})",
+             f"    for (int u = 0; u < {LANES}; ++u) "
+             f"{{ {_combine(kind, f'a_{r.name}[u]', f'{at}({src}[j + u])')} }}",
+             f"  for (; j < R; ++j) {{ {_combine(kind, f'a_{r.name}[0]', f'{at}({src}[j])')} }}",
+             f"  for (int u = 1; u < {LANES}; ++u) "
+             f"{{ {_combine(kind, f'a_{r.name}[0]', f'a_{r.name}[u]')} }}",
+             "}",
+             f"const {r.dtype.ctype} {r.name} = {r.dtype.ctype}(a_{r.name}[0]);"]
+    return lines
+
+
+def emit_stitch_launch(op: Op, info: StitchInfo, dn, ptr: dict[Value, str]) -> list[str]:
+    """Host lines filling the closure and running the rows (dn: DimNames)."""
+    dims = [dn(d) for d in info.row_shape]
+    src_dims = [[dn(d) for d in ld.source.shape] for ld in info.loads]
+    out = list(dn.lines)
+    dn.lines = []
+    c = f"sk_{info.name}"
+    out += ["  {", f"    {info.name}_args {c} = {{}};"]
+    out += [f"    {c}.p{k} = {ptr[v]};" for k, v in enumerate(info.buffers)]
+    out += [f"    {c}.o{m} = {ptr[r]};" for m, r in enumerate(op.results)]
+    out += [f"    {c}.dims[{d}] = {e};" for d, e in enumerate(dims)]
+    last = len(dims) - 1
+    for k, (ld, src) in enumerate(zip(info.loads, src_dims)):
+        for jj, od in enumerate(ld.dims):
+            st = f"({src[jj]} == 1 ? int64_t(0) : {' * '.join(src[jj + 1:]) or 'int64_t(1)'})"
+            if od < last:
+                out.append(f"    {c}.st{k}[{od}] = {st};")
+            elif ld.inner == "runtime":
+                out.append(f"    {c}.sj{k} = {st};")
+    rows = " * ".join(dims[:-1]) or "int64_t(1)"
+    out += [f"    const int64_t rows = {rows};",
+            "    if (rows > 0) {",
+            *emit_launch("rows", f"{dims[-1]} * {info.cost} + 1", info.name, f"&{c}"),
+            "    }",
+            f"    if ({c}.err == {OOM_ERROR}) return disc_fail(rt, DISC_ERROR_RESOURCE_EXHAUSTED, "
+            "\"out of memory for a row of {0} elements\", std::to_string("
+            f"{dims[-1]}).c_str(), \"\");"]
+    for code, msg in ERROR_MESSAGES.items():
+        out.append(f"    if ({c}.err == {code}) return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
+                   f"{c_string(msg)}, \"\", \"\");")
+    out += [f"    if ({name}) rt->free_temp(rt->ctx, {name});" for name in op.attrs.get("frees", [])]
+    out.append("  }")
+    return out
+
+
+def _render(info: StitchInfo, scratch: list[Value], body: list[str]) -> str:
+    n = len(info.row_shape)
+    nl = len(info.loads)
+    fields = [f"  const {v.dtype.ctype}* p{k};" for k, v in enumerate(info.buffers)]
+    fields += [f"  {v.dtype.ctype}* o{m};" for m, v in enumerate(info.op.results)]
+    fields.append(f"  int64_t dims[{n}];")
+    fields += [f"  int64_t st{k}[{max(n - 1, 1)}];" for k in range(nl)]
+    fields += [f"  int64_t sj{k};" for k, ld in enumerate(info.loads) if ld.inner == "runtime"]
+    fields.append("  int32_t err;")
+    lines = [f"struct {info.name}_args {{", *fields, "};", "",
+             f"void {info.name}(void* closure, int64_t begin, int64_t end) {{",
+             f"  {info.name}_args& c = *static_cast<{info.name}_args*>(closure);",
+             "  int32_t err = 0;",
+             f"  const int64_t R = c.dims[{n - 1}];"]
+    if scratch:
+        sizes = " + ".join(f"sizeof({v.dtype.ctype})" for v in scratch)
+        lines += [f"  char* mem = static_cast<char*>(std::malloc(size_t(R > 0 ? R : 1) * ({sizes}) + 64));",
+                  f"  if (!mem) {{ __atomic_store_n(&c.err, {OOM_ERROR}, __ATOMIC_RELAXED); return; }}",
+                  "  char* at = mem;"]
+        for k, v in enumerate(scratch):
+            t = v.dtype.ctype
+            lines += [f"  {t}* __restrict__ s{k} = reinterpret_cast<{t}*>(at);",
+                      f"  at += size_t(R > 0 ? R : 1) * sizeof({t});"]
+    lines += ["  for (int64_t r = begin; r < end; ++r) {",
+              "    const int64_t row = r * R;"]
+    if nl:
+        lines += [f"    int64_t idx[{max(n - 1, 1)}];",
+                  "    {",
+                  "      int64_t rem = r;",
+                  f"      for (int d = {n - 2}; d >= 0; --d) {{ idx[d] = rem % c.dims[d]; rem /= c.dims[d]; }}",
+                  "    }"]
+        for k in range(nl):
+            lines.append(f"    int64_t b{k} = 0;")
+            if n > 1:
+                lines.append(f"    for (int d = 0; d < {n - 1}; ++d) b{k} += idx[d] * c.st{k}[d];")
+    lines += ["    (void)row;", *["    " + s for s in body], "  }"]
+    if scratch:
+        lines.append("  std::free(mem);")
+    lines += ["  if (err) __atomic_store_n(&c.err, err, __ATOMIC_RELAXED);", "}", ""]
+    return "\n".join(lines)
