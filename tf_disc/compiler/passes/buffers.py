@@ -23,6 +23,8 @@ def assign_buffers(func: Func) -> Func:
     for i, op in enumerate(func.ops):
         for v in op.operands:
             last_use[v] = i
+        for r in op.results:  # a temp nothing reads is freed by its writer
+            last_use.setdefault(r, i)
     ops = []
     for i, op in enumerate(func.ops):
         if _writes_buffers(op):

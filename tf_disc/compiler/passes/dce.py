@@ -1,5 +1,6 @@
 """Dead code elimination: drop ops whose results are never used (asserts
-are side effects and always stay)."""
+and ops that can fail, e.g. the integer division under a ZerosLike, are side
+effects and always stay: TF raises their error)."""
 from __future__ import annotations
 
 from ..ir.core import Func, Value
@@ -11,7 +12,8 @@ def dce(func: Func) -> Func:
     live: set[Value] = set(func.rets)
     keep = []
     for op in reversed(func.ops):
-        if spec(op.name).kind == "assert" or any(r in live for r in op.results):
+        if spec(op.name).kind == "assert" or spec(op.name).may_fail or \
+                any(r in live for r in op.results):
             keep.append(op)
             live.update(op.operands)
             if op.region is not None:

@@ -34,6 +34,21 @@ def _reads_shifted(op: Op) -> bool:
     return spec(op.name).kind in ("broadcast", "index") or _is_library(op)
 
 
+def _unread_failing(func: Func) -> list[Value]:
+    """Results of ops that can fail but feed no returned value: they are
+    kernel roots of their own so that their errors are still raised."""
+    producer = {r: op for op in func.ops for r in op.results}
+    reached: set[Op] = set()
+    stack = list(func.rets)
+    while stack:
+        op = producer.get(stack.pop())
+        if op is not None and op not in reached:
+            reached.add(op)
+            stack.extend(op.operands)
+    return [op.results[0] for op in func.ops
+            if spec(op.name).may_fail and op not in reached]
+
+
 def fuse(func: Func) -> Func:
     producer = {r: op for op in func.ops for r in op.results}
     computed = {r for op in func.ops if _is_computed(op) for r in op.results}
@@ -48,6 +63,8 @@ def fuse(func: Func) -> Func:
             materialized.append(v)
 
     for v in func.rets:
+        mark(v)
+    for v in _unread_failing(func):  # computed for their errors only (dce.py)
         mark(v)
     for op in func.ops:
         if _reads_shifted(op):
