@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ..dtypes import DType
+from ..errors import template_text
 from ..ir.core import Func, Op, Value
 from ..ir.opset import spec
 from ..shapes.symbolic import is_static, parse_dim
@@ -96,7 +97,8 @@ def _array(name: str, items: list[str]) -> str:
 
 
 def _assert(op: Op, dn: DimNames, k: int) -> list[str]:
-    a, msg = op.attrs, op.attrs["msg"] + f" (node '{op.attrs['node']}', op {op.attrs['op']})"
+    a = op.attrs
+    msg = a["msg"] + template_text(f" (node '{a['node']}', op {a['op']})")
     lhs, rhs = [dn(d) for d in a["lhs"]], [dn(d) for d in a["rhs"]]
     if op.name == "assert_broadcastable":
         n = max(len(lhs), len(rhs))

@@ -386,7 +386,8 @@ inline void disc_fmt_shape(char* buf, size_t cap, const int64_t* d, int r) {
   if (k < cap) snprintf(buf + k, cap - k, "]");
 }
 
-// Replaces "{0}"/"{1}" in tmpl with a and b and records the error.
+// Replaces "{0}"/"{1}" in tmpl with a and b ("{{"/"}}": one brace, as
+// str.format; graph names in templates are escaped so) and records the error.
 inline int32_t disc_fail(const DiscRuntime* rt, int32_t code, const char* tmpl,
                          const char* a, const char* b) {
   char msg[2048];
@@ -396,6 +397,8 @@ inline int32_t disc_fail(const DiscRuntime* rt, int32_t code, const char* tmpl,
     if (p[0] == '{' && (p[1] == '0' || p[1] == '1') && p[2] == '}') {
       sub = p[1] == '0' ? a : b;
       p += 2;
+    } else if ((p[0] == '{' || p[0] == '}') && p[1] == p[0]) {
+      ++p;
     }
     if (sub) { while (*sub && k + 1 < sizeof msg) msg[k++] = *sub++; }
     else msg[k++] = *p;

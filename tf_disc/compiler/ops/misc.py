@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..dtypes import ALL, NUMERIC
-from ..errors import Unsupported
+from ..errors import Unsupported, template_text
 from .hostvals import host_dims, make_host
 from .rule import OpRule, same_shape
 
@@ -59,8 +59,8 @@ def lower_add_n(b, node, xs):
     for i, x in enumerate(xs[1:], start=1):
         shape = b.assert_same_shape(
             xs[0], x, node.name, node.op,
-            f"Inputs to operation {node.name} of type AddN must have the same size "
-            f"and shape.  Input 0: {{0}} != input {i}: {{1}}")
+            f"Inputs to operation {template_text(node.name)} of type AddN must have the "
+            f"same size and shape.  Input 0: {{0}} != input {i}: {{1}}")
     acc = b.reshape_to(acc, shape)
     for x in xs[1:]:
         acc = b.elementwise("add", acc, b.reshape_to(x, shape))
