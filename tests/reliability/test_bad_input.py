@@ -117,3 +117,36 @@ def test_mean_over_empty_axes(disc, dtype, shape):
                       np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape))
     assert isinstance(got, np.ndarray), got
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("fill", [tf.zeros_like, tf.ones_like])
+@pytest.mark.parametrize("make", [
+    lambda x, y: tf.math.floordiv(x, y),                      # fuzz seed 101303
+    lambda x, y: tf.raw_ops.Pow(x=x, y=tf.zeros_like(x) + y),  # fuzz seed 202714
+    lambda x, y: tf.math.floormod(x * 3, y) + 1,
+])
+def test_error_of_a_value_only_filled_is_raised(disc, fill, make):
+    # ZerosLike/OnesLike read only the shape of their input; TF still runs
+    # the op producing it and raises its error, so must we.
+    fn = lambda x, y: (fill(make(x, y)), x + 1)  # noqa: E731
+    specs = [_spec(tf.int32, 2), _spec(tf.int32, 0)]
+    f = tf.function(fn, input_signature=specs)
+    for shape in [(2, 3), (4, 1), (1, 5)]:
+        x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) - 2
+        for y in (np.int32(0), np.int32(-1), np.int32(3)):
+            want, got = [], []
+            for call, out in ((lambda: fn(tf.constant(x), tf.constant(y)), want),
+                              (lambda: f(x, y), got)):
+                try:
+                    out.extend(np.asarray(t) for t in call())
+                except tf.errors.OpError as e:
+                    out.append(type(e))
+            assert len(want) == len(got), (shape, y, want, got)
+            for w, g in zip(want, got):
+                if isinstance(w, type):
+                    assert w is g, (shape, y, want, got)
+                else:
+                    np.testing.assert_array_equal(g, w)
+    clusters = disc.stats()["clusters"].values()
+    assert clusters and all(c["compiles"] == 1 for c in clusters), disc.stats()  # 9 calls
+    assert counter(disc.stats(), "fallbacks") == 0, disc.stats()
