@@ -64,11 +64,9 @@ EXPR: dict[str, Emit] = {
     "leaky_relu": lambda a, op, t: (
         f"({a[0]} > {t}(0) ? {a[0]} : {t}({a[0]} * {_float_lit(op.attrs['alpha'], t)}))"),
     "softplus": _call("disc_softplus"),
-    # TF's double erf (Eigen) returns NaN at +-inf; float gives +-1.
-    "erf": lambda a, op, t: (f"(std::isinf({a[0]}) ? NAN : std::erf({a[0]}))" if t == "double"
-                             else f"disc_erf({a[0]})"),
-    "erfc": lambda a, op, t: (f"double(std::erfc({a[0]}))" if t == "double"
-                              else f"disc_erfc({a[0]})"),
+    # Eigen's rational erf/erfc for both types (double erf is NaN at +-inf).
+    "erf": _call("disc_erf"),
+    "erfc": _call("disc_erfc"),
     "floor": _std("floor"),
     "ceil": _std("ceil"),
     "round_nearest_even": _std("nearbyint"),
