@@ -153,32 +153,88 @@ class ClusterGraph {
   uint32_t epoch_ = 0;
 };
 
+std::string Reason(const char* kind, const std::string& detail) {
+  return std::string(kind) + ": " + detail;
+}
+
+// "" and *support set when node may be clustered, else why not.  Checks
+// that concern the node wherever it runs (device, state) come before the
+// support table, so that explain() names the deeper cause.
+std::string RejectReason(const tensorflow::NodeDef& node, const SupportTable& table,
+                         const std::unordered_set<std::string>& fed_nodes,
+                         const std::unordered_map<std::string, std::string>& undecidable,
+                         const OpSupport** support) {
+  if (fed_nodes.count(node.name())) return Reason(kReasonFed, "fed by the caller");
+  if (!IsCpuDevice(node.device())) return Reason(kReasonDevice, node.device());
+  const tensorflow::OpDef* op_def = nullptr;
+  if (!tensorflow::OpRegistry::Global()->LookUpOpDef(node.op(), &op_def).ok()) {
+    return Reason(kReasonUnsupportedOp, node.op() + " (a function call)");
+  }
+  if (op_def->is_stateful()) return Reason(kReasonStateful, node.op() + " is stateful");
+  tensorflow::DataTypeVector in, out;
+  if (!tensorflow::InOutTypesForNode(node, *op_def, &in, &out).ok()) {
+    return Reason(kReasonDtypeOrAttr, "input/output types not computable");
+  }
+  if (HasUnsupportedType(in) || HasUnsupportedType(out)) {
+    return Reason(kReasonStateful, "resource, variant or reference tensor");
+  }
+  if (!table.HasOp(node.op())) return Reason(kReasonUnsupportedOp, node.op());
+  *support = table.Match(node, *op_def);
+  if (*support == nullptr) {
+    return Reason(kReasonDtypeOrAttr, node.op() + " with these dtypes/attrs");
+  }
+  auto it = undecidable.find(node.name());
+  if (it != undecidable.end()) {
+    *support = nullptr;
+    return Reason(kReasonShape, it->second);
+  }
+  return "";
+}
+
+// Why v's cluster (of `size` nodes) stayed small: a clusterable neighbour
+// kept apart by frame/deadness or device, else just too few nodes.
+std::string TooSmallReason(const GraphIndex& index,
+                           const std::vector<const OpSupport*>& clusterable, int v,
+                           size_t size, int min_cluster_size) {
+  const tensorflow::GraphDef& graph = *index.graph;
+  for (const auto* edges : {&index.in_edges[v], &index.out_edges[v]}) {
+    for (const GraphEdge& e : *edges) {
+      int w = e.src == v ? e.dst : e.src;
+      if (w == v || clusterable[w] == nullptr) continue;
+      if (index.frame[w] != index.frame[v] || index.deadness[w] != index.deadness[v]) {
+        return Reason(kReasonFrame, "neighbour " + graph.node(w).name() +
+                                        " is in another frame or branch");
+      }
+      if (graph.node(w).device() != graph.node(v).device()) {
+        return Reason(kReasonDevice, "neighbour " + graph.node(w).name() +
+                                         " is on device '" + graph.node(w).device() + "'");
+      }
+    }
+  }
+  return Reason(kReasonMinSize, std::to_string(size) + " < " +
+                                    std::to_string(min_cluster_size) + " node(s)");
+}
+
 }  // namespace
 
 std::vector<const OpSupport*> FindClusterableNodes(
     const tensorflow::GraphDef& graph, const SupportTable& table,
-    const std::unordered_set<std::string>& fed_nodes) {
+    const std::unordered_set<std::string>& fed_nodes,
+    const std::unordered_map<std::string, std::string>& undecidable,
+    std::vector<std::string>* reasons) {
   std::vector<const OpSupport*> result(graph.node_size(), nullptr);
+  if (reasons != nullptr) reasons->assign(graph.node_size(), "");
   for (int i = 0; i < graph.node_size(); ++i) {
     const tensorflow::NodeDef& node = graph.node(i);
-    if (!table.HasOp(node.op())) continue;
-    if (fed_nodes.count(node.name()) || !IsCpuDevice(node.device())) continue;
-    const tensorflow::OpDef* op_def = nullptr;
-    if (!tensorflow::OpRegistry::Global()->LookUpOpDef(node.op(), &op_def).ok()) {
-      continue;  // a library function call: never clustered
-    }
-    if (op_def->is_stateful()) continue;
-    tensorflow::DataTypeVector in, out;
-    if (!tensorflow::InOutTypesForNode(node, *op_def, &in, &out).ok()) continue;
-    if (HasUnsupportedType(in) || HasUnsupportedType(out)) continue;
-    result[i] = table.Match(node, *op_def);
+    std::string why = RejectReason(node, table, fed_nodes, undecidable, &result[i]);
+    if (reasons != nullptr) (*reasons)[i] = std::move(why);
   }
   return result;
 }
 
 std::vector<std::vector<int>> FormClusters(
     const GraphIndex& index, const std::vector<const OpSupport*>& clusterable,
-    int min_cluster_size) {
+    int min_cluster_size, std::vector<std::string>* reasons) {
   const tensorflow::GraphDef& graph = *index.graph;
   const int n = graph.node_size();
   std::vector<int> parent(n);
@@ -212,6 +268,11 @@ std::vector<std::vector<int>> FormClusters(
   for (auto& kv : members) {
     if (static_cast<int>(kv.second.size()) >= min_cluster_size) {
       clusters.push_back(std::move(kv.second));
+    } else if (reasons != nullptr) {
+      for (int v : kv.second) {
+        (*reasons)[v] = TooSmallReason(index, clusterable, v, kv.second.size(),
+                                       min_cluster_size);
+      }
     }
   }
   std::sort(clusters.begin(), clusters.end(),

@@ -5,6 +5,7 @@
 #define TF_DISC_GRAPPLER_CLUSTERING_H_
 
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -13,18 +14,35 @@
 
 namespace tf_disc {
 
+// Why a node stays in TF, as "<kind>: <detail>"; kind is one of the
+// constants below (disc.explain() groups by it).
+inline constexpr char kReasonUnsupportedOp[] = "unsupported op";
+inline constexpr char kReasonDtypeOrAttr[] = "unsupported dtype/attr";
+inline constexpr char kReasonStateful[] = "stateful/resource";
+inline constexpr char kReasonDevice[] = "device";
+inline constexpr char kReasonFrame[] = "control-flow frame";
+inline constexpr char kReasonMinSize[] = "cluster below min size";
+inline constexpr char kReasonFed[] = "fed";
+inline constexpr char kReasonShape[] = "undecidable shape";
+
 // Per node: the table entry when the node may be clustered, else nullptr.
-// Fed nodes stay in TF.
+// Fed nodes stay in TF.  With reasons, each rejected node gets its reason
+// (reasons[i] stays "" for clusterable ones); entries of `undecidable`
+// (node name -> detail, see static_facts.h) are rejected as kReasonShape.
 std::vector<const OpSupport*> FindClusterableNodes(
     const tensorflow::GraphDef& graph, const SupportTable& table,
-    const std::unordered_set<std::string>& fed_nodes);
+    const std::unordered_set<std::string>& fed_nodes,
+    const std::unordered_map<std::string, std::string>& undecidable = {},
+    std::vector<std::string>* reasons = nullptr);
 
 // Clusters of at least min_cluster_size nodes, each in topological order;
 // clusters ordered by their first node.  Members of one cluster share
-// device, frame and deadness signature.
+// device, frame and deadness signature.  With reasons, members of clusters
+// that came out too small get kReasonFrame when a clusterable neighbour was
+// kept apart by frame/deadness, kReasonDevice by device, else kReasonMinSize.
 std::vector<std::vector<int>> FormClusters(
     const GraphIndex& index, const std::vector<const OpSupport*>& clusterable,
-    int min_cluster_size);
+    int min_cluster_size, std::vector<std::string>* reasons = nullptr);
 
 }  // namespace tf_disc
 

@@ -9,9 +9,8 @@
 #include "tensorflow/core/platform/env.h"
 #include "tensorflow/core/platform/logging.h"
 #include "tensorflow/core/protobuf/rewriter_config.pb.h"
+#include "tf_disc/grappler/analysis.h"
 #include "tf_disc/grappler/cluster_rewrite.h"
-#include "tf_disc/grappler/clustering.h"
-#include "tf_disc/grappler/control_flow_info.h"
 #include "tf_disc/grappler/defuse.h"
 #include "tf_disc/grappler/support_table.h"
 #include "tf_disc/ops/options.h"
@@ -107,28 +106,18 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
     return NothingToDo("too few supported nodes");
   }
 
-  // Work on a copy only when fused ops must be expanded first.
-  tensorflow::GraphDef expanded;
-  const tensorflow::GraphDef* graph = &item.graph;
-  if (HasExpandableFusedOps(item.graph, *table)) {
-    expanded = item.graph;
-    ExpandFusedOps(*table, &expanded);
-    graph = &expanded;
-  }
-  std::vector<const OpSupport*> clusterable =
-      FindClusterableNodes(*graph, *table, FedNodes(item));
-  GraphIndex index;
-  absl::Status s = BuildGraphIndex(*graph, &index);
+  GraphAnalysis analysis;
+  absl::Status s = AnalyzeGraph(item.graph, *table, FedNodes(item), min_size,
+                                /*want_reasons=*/false, &analysis);
   if (!s.ok()) {
     VLOG(1) << "DiscOptimizer: cannot analyze " << item.id << ": " << s;
     return NothingToDo("graph not analyzable");
   }
-  std::vector<std::vector<int>> clusters =
-      FormClusters(index, clusterable, min_size);
-  if (clusters.empty()) return NothingToDo("no cluster");
+  if (analysis.clusters.empty()) return NothingToDo("no cluster");
+  const std::vector<std::vector<int>>& clusters = analysis.clusters;
 
   std::unordered_set<std::string> keep = KeepNames(item);
-  RewriteInput in{&index, &clusterable, &clusters, &keep};
+  RewriteInput in{&analysis.index, &analysis.clusterable, &clusters, &keep};
   tensorflow::GraphDef rewritten;
   int num_rewritten = 0;
   s = RewriteClusters(in, &rewritten, &num_rewritten);

@@ -81,6 +81,29 @@ def _softmax(log):
     return lower
 
 
+def lower_softmax_xent(b, node, xs):
+    """SoftmaxCrossEntropyWithLogits with TF's (xent_op.h) formulas:
+    loss = sum(labels * (log(sum(exp(z))) - z)), backprop = softmax - labels,
+    z = logits - max(logits), over the last of 2 (broadcast) dims."""
+    if any(x.type.rank > 2 for x in xs):
+        raise ShapeError(f"logits and labels must be either 2-dimensional, or broadcasted "
+                         f"to be 2-dimensional (node '{node.name}')")
+    logits, labels = b.broadcast_all(list(xs), node.name, node.op)
+    if logits.type.rank != 2:
+        raise ShapeError(f"logits and labels must be either 2-dimensional, or broadcasted "
+                         f"to be 2-dimensional (node '{node.name}')")
+    m = b.broadcast_to(reduce_value(b, logits, [1], "max_ignore_nan", True), logits.shape)
+    z = b.elementwise("subtract", logits, m)
+    e = b.elementwise("exponential", z)
+    s = reduce_value(b, e, [1], "sum", True)
+    s_b = b.broadcast_to(s, logits.shape)
+    per = b.elementwise("multiply", labels,
+                        b.elementwise("subtract", b.elementwise("log", s_b), z))
+    loss = reduce_value(b, per, [1], "sum", False)
+    backprop = b.elementwise("subtract", b.elementwise("divide", e, s_b), labels)
+    return [loss, backprop]
+
+
 def lower_cumsum(b, node, xs):
     x, ax = xs
     (a,) = const_ints(b, ax, node, "axis")
@@ -128,6 +151,9 @@ RULES = [
            const_inputs=(1,)),
     OpRule("Cumsum", lower_cumsum, {"T": NUMERIC, "Tidx": INTS}, fusion="reduction",
            const_inputs=(1,)),
+    OpRule("SoftmaxCrossEntropyWithLogits", lower_softmax_xent, {"T": FLOATS},
+           dtype_rule=lambda d, a: [d[0], d[0]], fusion="reduction", num_outputs=2,
+           shape_rule=lambda env, s, a: [("?",), ("?", "?")]),
     OpRule("Softmax", _softmax(False), {"T": FLOATS}, fusion="reduction"),
     OpRule("LogSoftmax", _softmax(True), {"T": FLOATS}, fusion="reduction"),
 ]

@@ -1,0 +1,110 @@
+"""Activation gradients, Bucketize and SoftmaxCrossEntropyWithLogits against
+stock TF: every dtype the rule accepts, several shapes (one compile per
+rank signature), edge values (NaN, inf, -0) from opwalk.values."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from blade_disc_tf.compiler.ops import bucketize, grads
+
+from .harness import DiscError
+from .opwalk import call, values
+from .opwalk import run_against_tf as run
+
+DTYPES = {1: tf.float32, 2: tf.float64, 3: tf.int32, 9: tf.int64}
+SHAPES = [(6, 7), (1, 9), (0, 3), (4, 1)]
+
+
+@pytest.mark.parametrize("enum", [1, 2, 3, 9])
+def test_grad_ops_every_dtype(compiler, enum):
+    dtype = DTYPES[enum]
+    names = [r.name for r in grads.RULES if enum in [d.tf_enum for d in r.type_attrs["T"]]]
+
+    def fn(a, c):
+        return [call(n, a, c) for n in names]
+    fn.__name__ = f"grads_{enum}"
+    rng = np.random.default_rng(enum)
+    spec = [tf.TensorSpec([None, None], dtype)] * 2
+    for shape in SHAPES:
+        xs = [values(dtype, shape, rng), values(dtype, shape, rng)]
+        got = run(compiler, fn, spec, xs)
+        assert len(got) == len(names)
+
+
+def test_grad_ops_reject_different_shapes(compiler):
+    def fn(g, f):
+        return tf.raw_ops.ReluGrad(gradients=g, features=f)
+    spec = [tf.TensorSpec([None, None], tf.float32)] * 2
+    exe, dt = compiler.executable(fn, spec)
+    with pytest.raises(DiscError, match="g and a must be the same size"):
+        exe([np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)], dt)
+
+
+def test_leaky_relu_grad_alpha(compiler):
+    def fn(g, f):
+        return tf.raw_ops.LeakyReluGrad(gradients=g, features=f, alpha=0.3)
+    rng = np.random.default_rng(3)
+    spec = [tf.TensorSpec([None], tf.float32)] * 2
+    for n in (1, 17, 64):
+        run(compiler, fn, spec, [values(tf.float32, (n,), rng), values(tf.float32, (n,), rng)])
+
+
+@pytest.mark.parametrize("enum", [1, 2, 3, 9])
+def test_bucketize(compiler, enum):
+    dtype = DTYPES[enum]
+    bounds = [-3.0, -0.5, 0.0, 1.0, 2.5, 7.0, 100.0]
+
+    def fn(x):
+        return [tf.raw_ops.Bucketize(input=x, boundaries=bounds),
+                tf.raw_ops.Bucketize(input=x, boundaries=[]),
+                tf.raw_ops.Bucketize(input=x * 2, boundaries=[1.0])]
+    fn.__name__ = f"bucketize_{enum}"
+    rng = np.random.default_rng(20 + enum)
+    for shape in [(3, 5), (0, 2), (7, 1)]:
+        run(compiler, fn, [tf.TensorSpec([None, None], dtype)], [values(dtype, shape, rng)])
+    run(compiler, fn, [tf.TensorSpec([None, None], dtype)],
+        [np.asarray([[v] for v in bounds], dtype.as_numpy_dtype)])  # exactly on boundaries
+
+
+def test_bucketize_large_int64_rounds_like_tf(compiler):
+    def fn(x):
+        return tf.raw_ops.Bucketize(input=x, boundaries=[16777216.0])
+    x = np.asarray([2**24 - 1, 2**24, 2**24 + 1, -(2**40)], np.int64)
+    run(compiler, fn, [tf.TensorSpec([None], tf.int64)], [x])
+
+
+def test_bucketize_unsorted_boundaries_is_unsupported(compiler):
+    def fn(x):
+        return tf.raw_ops.Bucketize(input=x, boundaries=[2.0, 1.0])
+    # The compiler refuses (the op then runs in TF, which raises its own error).
+    reply = compiler.compile(tf.function(fn).get_concrete_function(
+        tf.TensorSpec([None], tf.float32)))
+    assert not reply["ok"] and "boundaries are not sorted" in reply["error"]
+    assert bucketize.MAX_BOUNDARIES >= 8
+
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
+def test_softmax_cross_entropy(compiler, dtype):
+    def fn(logits, labels):
+        loss, back = tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=logits, labels=labels)
+        return [loss, back]
+    rng = np.random.default_rng(5)
+    np_dt = dtype.as_numpy_dtype
+    spec = [tf.TensorSpec([None, None], dtype)] * 2
+    for b, k in [(13, 21), (1, 1), (4, 100), (0, 5), (3, 0)]:
+        logits = (rng.standard_normal((b, k)) * 5).astype(np_dt)
+        labels = rng.random((b, k)).astype(np_dt)
+        labels /= np.maximum(labels.sum(-1, keepdims=True), 1e-3)
+        exe, out_dt = compiler.executable(fn, spec)
+        got = exe([logits, labels], out_dt)
+        want = fn(tf.constant(logits), tf.constant(labels))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+    # labels broadcast over the batch, as TF allows
+    def fn_b(logits, labels):
+        return list(tf.raw_ops.SoftmaxCrossEntropyWithLogits(features=logits, labels=labels))
+    logits = rng.standard_normal((6, 4)).astype(np_dt)
+    labels = np.full((1, 4), 0.25, np_dt)
+    exe, out_dt = compiler.executable(fn_b, spec)
+    for g, w in zip(exe([logits, labels], out_dt), fn_b(tf.constant(logits), tf.constant(labels))):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)

@@ -1,0 +1,91 @@
+"""disc.explain(): reasons come from the optimizer's own decision (the op
+library's DiscExplainGraph), one graph holding one op per reason."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+v1 = tf.compat.v1
+
+
+def _graph_with_every_reason():
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [None, None], name="x")
+        p = v1.placeholder(tf.bool, [], name="p")
+        a = tf.raw_ops.AddV2(x=tf.exp(x, name="exp"), y=x, name="add")  # one cluster
+        tf.raw_ops.Cumprod(x=a, axis=0, name="cumprod")                 # unsupported op
+        tf.raw_ops.Cast(x=a, DstT=tf.int32, Truncate=True, name="cast_trunc")  # attr
+        tf.raw_ops.RandomUniform(shape=[2], dtype=tf.float32, name="random")  # stateful
+        with tf.device("/device:GPU:0"):
+            tf.raw_ops.Abs(x=a, name="abs_gpu")                          # device
+        _, on_true = tf.raw_ops.Switch(data=a, pred=p, name="switch")
+        scaled = tf.raw_ops.Mul(x=on_true, y=tf.constant(2.0), name="mul_branch")  # frame
+        tf.raw_ops.Merge(inputs=[scaled, x], name="merge")
+        cp = tf.raw_ops.Cumprod(x=x, axis=1, name="cumprod2")
+        tf.raw_ops.Neg(x=cp, name="lonely_neg")                           # min size
+        tf.raw_ops.Squeeze(input=x, name="squeeze_all")                   # shape
+    return g
+
+
+def test_one_op_of_each_reason(disc):
+    ex = disc.explain(_graph_with_every_reason(), min_cluster_size=2)
+    assert ex.reasons == {
+        "unsupported op": ["cumprod", "switch", "merge", "cumprod2"],
+        "unsupported dtype/attr": ["cast_trunc"],
+        "stateful/resource": ["random"],
+        "device": ["abs_gpu"],
+        "control-flow frame": ["mul_branch"],
+        "cluster below min size": ["lonely_neg"],
+        "undecidable shape": ["squeeze_all"],
+    }
+    assert ex.clusters == [["exp", "add"]]
+    # Switch/Merge are unsupported ops too; 12 compute nodes (Consts are data), 2 clustered.
+    names = {n["name"]: n for n in ex.not_clustered}
+    assert names["switch"]["reason"] == "unsupported op: Switch"
+    assert ex.compute_ops == 12 and ex.coverage == pytest.approx(2 / 12)
+    assert ex.cluster_coverage() == [pytest.approx(2 / 12)]
+    d = ex.to_dict()
+    assert d["clusters"][0]["nodes"] == ["exp", "add"] and "lonely_neg" in str(ex)
+
+
+def test_min_cluster_size_one_takes_the_lonely_op(disc):
+    ex = disc.explain(_graph_with_every_reason(), min_cluster_size=1)
+    assert "cluster below min size" not in ex.reasons
+    assert ["lonely_neg"] in ex.clusters
+
+
+def test_tf_function_with_signature_and_args(disc):
+    @tf.function(input_signature=[tf.TensorSpec([None, 1], tf.float32)])
+    def f(x):
+        return tf.nn.relu(tf.squeeze(x) * 2.0) + tf.math.cumprod(x[:, 0])
+
+    ex = disc.explain(f)
+    assert ex.reasons == {"unsupported op": ["Cumprod"], "undecidable shape": ["Squeeze"]}
+
+    def g(x):
+        return tf.nn.relu(tf.squeeze(x) * 2.0)
+    # Static dims decide the Squeeze: the optimizer makes its dims explicit.
+    ex = disc.explain(tf.function(g), tf.TensorSpec([4, 1], tf.float32))
+    assert ex.not_clustered == [] and ex.coverage == 1.0
+    conc = tf.function(g).get_concrete_function(tf.TensorSpec([None, 3], tf.float32))
+    assert disc.explain(conc).reasons == {"undecidable shape": ["Squeeze"]}
+    assert disc.explain(conc.graph.as_graph_def()).reasons == \
+        {"undecidable shape": ["Squeeze"]}
+
+
+def test_decided_squeeze_runs_compiled(disc):
+    """A Squeeze without axes on static dims is clustered and matches TF."""
+    @tf.function(input_signature=[tf.TensorSpec([3, 1, 4], tf.float32)])
+    def f(x):
+        return tf.exp(tf.squeeze(x)) * 2.0
+
+    x = np.random.default_rng(0).standard_normal((3, 1, 4)).astype(np.float32)
+    np.testing.assert_allclose(f(x), np.exp(np.squeeze(x)) * 2.0, rtol=1e-6)
+    clusters = disc.stats()["clusters"]
+    assert sum(c["runs"] for c in clusters.values()) == 1
+    assert sum(c["fallbacks"] for c in clusters.values()) == 0
+
+
+def test_bad_input_is_a_type_error(disc):
+    with pytest.raises(TypeError, match="explain"):
+        disc.explain(42)

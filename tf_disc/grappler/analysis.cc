@@ -1,0 +1,33 @@
+#include "tf_disc/grappler/analysis.h"
+
+#include <unordered_map>
+
+#include "tf_disc/grappler/clustering.h"
+#include "tf_disc/grappler/defuse.h"
+#include "tf_disc/grappler/static_facts.h"
+
+namespace tf_disc {
+
+absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable& table,
+                          const std::unordered_set<std::string>& fed_nodes,
+                          int min_cluster_size, bool want_reasons, GraphAnalysis* out) {
+  out->graph = &graph;
+  const bool defuse = HasExpandableFusedOps(graph, table);
+  const bool facts = NeedsStaticFacts(graph);
+  std::unordered_map<std::string, std::string> undecidable;
+  if (defuse || facts) {  // work on a copy only when something changes
+    out->copy = graph;
+    if (defuse) ExpandFusedOps(table, &out->copy);
+    if (facts) undecidable = ResolveStaticFacts(&out->copy);
+    out->graph = &out->copy;
+  }
+  std::vector<std::string>* reasons = want_reasons ? &out->reasons : nullptr;
+  out->clusterable =
+      FindClusterableNodes(*out->graph, table, fed_nodes, undecidable, reasons);
+  absl::Status s = BuildGraphIndex(*out->graph, &out->index);
+  if (!s.ok()) return s;
+  out->clusters = FormClusters(out->index, out->clusterable, min_cluster_size, reasons);
+  return absl::OkStatus();
+}
+
+}  // namespace tf_disc

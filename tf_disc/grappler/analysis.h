@@ -1,0 +1,41 @@
+// The clustering decision for one graph, shared by DiscOptimizer (which
+// then rewrites the clusters) and disc.explain() (which reports it), so
+// that the reasons explain() gives are the optimizer's own.
+#ifndef TF_DISC_GRAPPLER_ANALYSIS_H_
+#define TF_DISC_GRAPPLER_ANALYSIS_H_
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tensorflow/core/framework/graph.pb.h"
+#include "tf_disc/grappler/control_flow_info.h"
+#include "tf_disc/grappler/support_table.h"
+
+namespace tf_disc {
+
+struct GraphAnalysis {
+  // The analysed graph: the input, or a rewritten copy (fused ops expanded,
+  // static facts applied) held in `copy`.
+  const tensorflow::GraphDef* graph = nullptr;
+  tensorflow::GraphDef copy;
+  GraphIndex index;
+  std::vector<const OpSupport*> clusterable;  // per node
+  std::vector<std::vector<int>> clusters;
+  std::vector<std::string> reasons;  // per node, "" when clustered; if asked
+
+  GraphAnalysis() = default;
+  GraphAnalysis(const GraphAnalysis&) = delete;
+  GraphAnalysis& operator=(const GraphAnalysis&) = delete;
+};
+
+// Fills *out (graph must outlive it).  Fails when the graph cannot be
+// indexed (dangling inputs, a cycle that is not a loop).
+absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable& table,
+                          const std::unordered_set<std::string>& fed_nodes,
+                          int min_cluster_size, bool want_reasons, GraphAnalysis* out);
+
+}  // namespace tf_disc
+
+#endif  // TF_DISC_GRAPPLER_ANALYSIS_H_

@@ -1,0 +1,73 @@
+#include "tf_disc/grappler/static_facts.h"
+
+#include <vector>
+
+#include "tensorflow/core/framework/attr_value.pb.h"
+#include "tensorflow/core/grappler/costs/graph_properties.h"
+#include "tensorflow/core/grappler/grappler_item.h"
+#include "tensorflow/core/platform/logging.h"
+
+namespace tf_disc {
+namespace {
+
+bool IsSqueezeWithoutAxes(const tensorflow::NodeDef& node) {
+  if (node.op() != "Squeeze") return false;
+  auto it = node.attr().find("squeeze_dims");
+  return it == node.attr().end() || it->second.list().i_size() == 0;
+}
+
+}  // namespace
+
+bool NeedsStaticFacts(const tensorflow::GraphDef& graph) {
+  for (const auto& node : graph.node()) {
+    if (IsSqueezeWithoutAxes(node)) return true;
+  }
+  return false;
+}
+
+std::unordered_map<std::string, std::string> ResolveStaticFacts(
+    tensorflow::GraphDef* graph) {
+  std::unordered_map<std::string, std::string> undecided;
+  tensorflow::grappler::GrapplerItem item;
+  item.id = "disc_static_facts";
+  item.graph = *graph;
+  tensorflow::grappler::GraphProperties props(item);
+  absl::Status s = props.InferStatically(/*assume_valid_feeds=*/true,
+                                         /*aggressive_shape_inference=*/false,
+                                         /*include_input_tensor_values=*/false,
+                                         /*include_output_tensor_values=*/false);
+  if (!s.ok()) VLOG(1) << "DiscOptimizer: shape inference failed: " << s;
+  for (auto& node : *graph->mutable_node()) {
+    if (!IsSqueezeWithoutAxes(node)) continue;
+    const char* why = "Squeeze without squeeze_dims: its rank depends on which dims are 1 "
+                      "at run time";
+    if (!s.ok() || !props.HasInputProperties(node.name()) ||
+        props.GetInputProperties(node.name()).empty()) {
+      undecided[node.name()] = why;
+      continue;
+    }
+    const tensorflow::TensorShapeProto& shape =
+        props.GetInputProperties(node.name())[0].shape();
+    std::vector<int64_t> ones;
+    bool known = !shape.unknown_rank();
+    for (int d = 0; known && d < shape.dim_size(); ++d) {
+      if (shape.dim(d).size() < 0) known = false;
+      if (shape.dim(d).size() == 1) ones.push_back(d);
+    }
+    if (!known) {
+      undecided[node.name()] = why;
+      continue;
+    }
+    if (ones.empty()) {  // no dim is 1: the Squeeze is an Identity
+      node.set_op("Identity");
+      node.mutable_attr()->erase("squeeze_dims");
+      continue;
+    }
+    auto* dims = (*node.mutable_attr())["squeeze_dims"].mutable_list();
+    dims->clear_i();
+    for (int64_t d : ones) dims->add_i(d);
+  }
+  return undecided;
+}
+
+}  // namespace tf_disc

@@ -1,0 +1,30 @@
+// Static facts some lowerings need but a rank-keyed executable cannot see:
+// the compiler gives every input dim its own symbol, so an op whose output
+// rank depends on dim *values* (Squeeze without axes) compiles only when
+// Grappler's shape inference has decided those dims.  Decided nodes are
+// rewritten to the equivalent explicit form; the others stay in TF with a
+// reason.
+#ifndef TF_DISC_GRAPPLER_STATIC_FACTS_H_
+#define TF_DISC_GRAPPLER_STATIC_FACTS_H_
+
+#include <string>
+#include <unordered_map>
+
+#include "tensorflow/core/framework/graph.pb.h"
+
+namespace tf_disc {
+
+// True when `graph` has a node ResolveStaticFacts would look at (cheap).
+bool NeedsStaticFacts(const tensorflow::GraphDef& graph);
+
+// Runs static shape inference on *graph (feeds assumed valid) and rewrites
+// each Squeeze without squeeze_dims whose input dims are all known into a
+// Squeeze with the explicit dims that are 1 (an Identity when none is).
+// Returns node name -> why it
+// cannot be clustered for the undecided ones.
+std::unordered_map<std::string, std::string> ResolveStaticFacts(
+    tensorflow::GraphDef* graph);
+
+}  // namespace tf_disc
+
+#endif  // TF_DISC_GRAPPLER_STATIC_FACTS_H_
