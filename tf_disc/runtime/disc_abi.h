@@ -27,8 +27,8 @@
 extern "C" {
 #endif
 
-/* Version 2 appended `gemm` to DiscRuntime. */
-#define DISC_ABI_VERSION 2
+/* Version 2 appended `gemm` to DiscRuntime, version 3 `window`. */
+#define DISC_ABI_VERSION 3
 #define DISC_MAX_RANK 8
 
 /* TF error codes used by generated code (values of tensorflow::error::Code). */
@@ -47,6 +47,28 @@ typedef struct DiscBuffer {
   int32_t rank;
   int64_t dims[DISC_MAX_RANK];
 } DiscBuffer;
+
+/* Kinds of rt->window (ABI version 3). */
+#define DISC_WINDOW_CONV 0      /* filter HWIO [k_h, k_w, in_c, out_c] */
+#define DISC_WINDOW_DEPTHWISE 1 /* filter [k_h, k_w, in_c, out_c / in_c] */
+#define DISC_WINDOW_MAX_POOL 2  /* no filter; out_c == in_c; padding ignored */
+#define DISC_WINDOW_AVG_POOL 3  /* mean over the window's in-bounds elements */
+
+/* One windowed op over a dense NHWC input [batch, in_h, in_w, in_c] into a
+ * dense NHWC output [batch, out_h, out_w, out_c].  Output pixel (y, x) reads
+ * input rows y * stride_h - pad_top + i * dilation_h (i < k_h), likewise
+ * columns; positions outside the input are zero padding (convolutions) or
+ * skipped (pooling).  dtype is a DISC_DTYPE_*. */
+typedef struct DiscWindowArgs {
+  int32_t kind, dtype;
+  int64_t batch, in_h, in_w, in_c;
+  int64_t out_h, out_w, out_c;
+  int64_t k_h, k_w, stride_h, stride_w, dilation_h, dilation_w;
+  int64_t pad_top, pad_left;
+  const void* input;
+  const void* filter;
+  void* output;
+} DiscWindowArgs;
 
 typedef void (*DiscParallelFn)(void* closure, int64_t begin, int64_t end);
 
@@ -85,6 +107,10 @@ typedef struct DiscRuntime {
                   const void* a, int64_t lda, int64_t stride_a,
                   const void* b, int64_t ldb, int64_t stride_b,
                   void* c, int64_t ldc, int64_t stride_c);
+  /* ---- ABI version 3 ---- */
+  /* Runs one windowed op (DiscWindowArgs) on TF's intra-op thread pool and
+   * returns when done: 0, or non-zero after recording an error. */
+  int32_t (*window)(void* ctx, const DiscWindowArgs* args);
 } DiscRuntime;
 
 typedef int32_t (*DiscAbiVersionFn)(void);

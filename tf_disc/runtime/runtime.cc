@@ -7,6 +7,7 @@
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/platform/threadpool.h"
 #include "tf_disc/runtime/gemm.h"
+#include "tf_disc/runtime/window.h"
 
 namespace tf_disc {
 
@@ -23,6 +24,7 @@ KernelRuntime::KernelRuntime(OpKernelContext* ctx)
   abi_.parallel_for = &KernelRuntime::ParallelFor;
   abi_.set_error = &KernelRuntime::SetError;
   abi_.gemm = &KernelRuntime::Gemm;
+  abi_.window = &KernelRuntime::Window;
 }
 
 KernelRuntime::~KernelRuntime() {
@@ -154,27 +156,52 @@ void KernelRuntime::SetError(void* self_ptr, int32_t code,
   self->RecordError(absl::Status(c, message ? message : "unknown error"));
 }
 
+// The intra-op pool as (threads, Eigen pool, parallel_for) for gemm.cc and
+// window.cc; one thread and no pool when TF gives none.
+struct PoolView {
+  int threads = 1;
+  void* eigen_pool = nullptr;
+  GemmParallelFor parallel_for;
+};
+
+static PoolView ViewPool(OpKernelContext* ctx) {
+  auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
+  PoolView v;
+  if (workers != nullptr && workers->workers != nullptr && workers->num_threads > 1) {
+    v.threads = workers->num_threads;
+    v.eigen_pool = static_cast<void*>(workers->workers->AsEigenThreadPool());
+  }
+  v.parallel_for = [workers](int64_t blocks, int64_t cost,
+                             const std::function<void(int64_t, int64_t)>& fn) {
+    workers->workers->ParallelFor(blocks, cost, fn);
+  };
+  return v;
+}
+
 int32_t KernelRuntime::Gemm(void* self_ptr, int32_t dtype, int32_t trans_a,
                             int32_t trans_b, int64_t batch, int64_t m, int64_t n,
                             int64_t k, const void* a, int64_t lda, int64_t stride_a,
                             const void* b, int64_t ldb, int64_t stride_b, void* c,
                             int64_t ldc, int64_t stride_c) {
   auto* self = static_cast<KernelRuntime*>(self_ptr);
-  auto* workers = self->ctx_->device()->tensorflow_cpu_worker_threads();
-  const bool pool = workers != nullptr && workers->workers != nullptr &&
-                    workers->num_threads > 1;
+  PoolView pool = ViewPool(self->ctx_);
   GemmArgs args{dtype, trans_a != 0, trans_b != 0, batch, m, n, k, a, lda, stride_a,
                 b, ldb, stride_b, c, ldc, stride_c};
   std::string error;
-  bool ok = RunGemm(
-      args, pool ? workers->num_threads : 1,
-      pool ? static_cast<void*>(workers->workers->AsEigenThreadPool()) : nullptr,
-      [workers](int64_t blocks, int64_t cost,
-                const std::function<void(int64_t, int64_t)>& fn) {
-        workers->workers->ParallelFor(blocks, cost, fn);
-      },
-      &error);
-  if (ok) return 0;
+  if (RunGemm(args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) return 0;
+  SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());
+  return 1;
+}
+
+int32_t KernelRuntime::Window(void* self_ptr, const DiscWindowArgs* args) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  if (args == nullptr) {
+    SetError(self_ptr, DISC_ERROR_INTERNAL, "DiscLaunch: window: null arguments");
+    return 1;
+  }
+  PoolView pool = ViewPool(self->ctx_);
+  std::string error;
+  if (RunWindow(*args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) return 0;
   SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());
   return 1;
 }

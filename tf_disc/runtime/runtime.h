@@ -35,6 +35,7 @@ class KernelRuntime {
                       int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
                       int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
                       int64_t stride_b, void* c, int64_t ldc, int64_t stride_c);
+  static int32_t Window(void* self, const DiscWindowArgs* args);
 
   void RecordError(absl::Status status);
 

@@ -13,6 +13,7 @@ from ..ir.opset import spec
 from ..shapes.symbolic import is_static, parse_dim
 from .cstr import c_string
 from .dispatch import emit_launch
+from .conv import emit_window
 from .gemm import emit_dot
 from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo
@@ -196,6 +197,8 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo]) -> tuple
             body += emit_stitch_launch(op, kernels[op], dn, ptr)
         elif op.name == "dot":
             body += emit_dot(op, dn, ptr, k)
+        elif op.name == "window":
+            body += emit_window(op, dn, ptr, k)
         elif op.name in ("reduce", "argreduce"):
             body += emit_reduce(op, dn, ptr, k)
         elif op.name == "cumsum":

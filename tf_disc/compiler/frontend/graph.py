@@ -33,17 +33,37 @@ class GraphModel:
     ret_names: list[str]
 
 
-def _resolve(ref: str, arg_index: dict[str, int]) -> tuple[str, int]:
+def _flat_index(producer, out_arg: str, idx: int) -> int:
+    """Flat output index of element idx of output list out_arg of producer
+    (a NodeDef; ops such as FusedBatchNormV3 have several output args)."""
+    from tensorflow.python.framework import op_def_registry
+
+    op_def = op_def_registry.get(producer.op) if producer is not None else None
+    if op_def is None or len(op_def.output_arg) <= 1:
+        return idx
+    flat = 0
+    for a in op_def.output_arg:
+        if a.name == out_arg:
+            return flat + idx
+        if a.number_attr:
+            flat += producer.attr[a.number_attr].i
+        elif a.type_list_attr:
+            flat += len(producer.attr[a.type_list_attr].list.type)
+        else:
+            flat += 1
+    raise CompileError(f"node '{producer.name}' ({producer.op}) has no output {out_arg!r}")
+
+
+def _resolve(ref: str, arg_index: dict[str, int], producers: dict | None = None
+             ) -> tuple[str, int]:
     parts = ref.split(":")
     if len(parts) == 1:
         if ref in arg_index:
             return (f"{ARG}:{arg_index[ref]}", 0)
         return (ref, 0)
     if len(parts) == 3:
-        node, _out_arg, idx = parts
-        # All supported ops have exactly one output arg, so the index inside
-        # that arg is the flat output index.
-        return (node, int(idx))
+        node, out_arg, idx = parts
+        return (node, _flat_index((producers or {}).get(node), out_arg, int(idx)))
     if len(parts) == 2:  # GraphDef style "node:idx" (tolerated)
         return (parts[0], int(parts[1]))
     raise CompileError(f"bad input reference {ref!r}")
@@ -81,13 +101,14 @@ def parse_function_def(data: bytes) -> GraphModel:
     arg_names = [a.name for a in sig.input_arg]
     arg_index = {n: i for i, n in enumerate(arg_names)}
     nodes: dict[str, Node] = {}
+    producers = {nd.name: nd for nd in fdef.node_def}
     for nd in fdef.node_def:
         data_in, ctrl = [], []
         for ref in nd.input:
             if ref.startswith("^"):
                 ctrl.append(ref[1:])
             else:
-                data_in.append(_resolve(ref, arg_index))
+                data_in.append(_resolve(ref, arg_index, producers))
         attrs = {k: decode_attr(v) for k, v in nd.attr.items()}
         nodes[nd.name] = Node(nd.name, nd.op, data_in, attrs, ctrl)
     for node in nodes.values():
@@ -98,7 +119,7 @@ def parse_function_def(data: bytes) -> GraphModel:
     for out in sig.output_arg:
         if out.name not in fdef.ret:
             raise CompileError(f"output {out.name} has no ret mapping")
-        rets.append(_resolve(fdef.ret[out.name], arg_index))
+        rets.append(_resolve(fdef.ret[out.name], arg_index, producers))
         ret_names.append(out.name)
     if any(a.number_attr or a.type_list_attr for a in sig.input_arg):
         raise Unsupported("list-typed function arguments")

@@ -1,0 +1,136 @@
+"""Conv2D, DepthwiseConv2dNative, _FusedConv2D, MaxPool/MaxPoolV2/AvgPool and
+FusedBatchNorm(V3) inference through DiscLaunch (the real runtime's
+rt->window) against stock TF eager, over many shapes (1-sized and odd dims,
+stride 2 on odd sizes, SAME padding asymmetry) with one compile per
+function, plus TF's errors for bad shapes."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from graph_inspection import cluster_stats, total
+
+F = tf.float32
+IMAGES = [(1, 1, 1), (1, 5, 7), (2, 8, 8), (1, 9, 4), (3, 2, 11), (1, 13, 13)]
+
+
+def _rand(shape, seed, dt=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dt)
+
+
+def _close(got, want, rtol):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    scale = max(1.0, float(np.abs(want).max())) if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale)
+
+
+def _run(disc, fn, specs, cases, rtol=1e-4):
+    """fn compiled once (dynamic dims) and run on every case vs TF eager."""
+    disc.enable(min_cluster_size=1)
+    compiled = tf.function(fn, input_signature=specs)
+    for inputs in cases:
+        got = compiled(*inputs)
+        want = fn(*[tf.constant(x) for x in inputs])
+        for g, w in zip(tf.nest.flatten(got), tf.nest.flatten(want)):
+            _close(g, w, rtol)
+    st = disc.stats()
+    assert total(st, "fallbacks") == 0, st
+    assert total(st, "runs") == len(cases), st
+    assert [c["compiles"] for c in cluster_stats(st)] == [1], st
+
+
+def _spec(rank, dt=F):
+    return tf.TensorSpec([None] * rank, dt)
+
+
+def _conv_cases(images, kh, kw, cin, cout, seed=0, dt=np.float32):
+    return [[_rand((n, h, w, cin), seed + i, dt), _rand((kh, kw, cin, cout), 50 + i, dt)]
+            for i, (n, h, w) in enumerate(images)]
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID", [[0, 0], [1, 2], [0, 3], [0, 0]]])
+@pytest.mark.parametrize("k,strides,dil", [((3, 3), 1, 1), ((3, 2), 2, 1), ((1, 1), 1, 1),
+                                           ((1, 1), 2, 1), ((2, 3), (1, 2), 1),
+                                           ((3, 3), 1, (2, 1))])
+def test_conv2d(disc, padding, k, strides, dil):
+    def fn(x, f):
+        return tf.nn.conv2d(x, f, strides, padding, dilations=dil)
+    if dil != 1 and isinstance(padding, list):
+        pytest.skip("stock TF returns wrong shapes for explicit padding with dilation")
+    images = IMAGES if padding != "VALID" else [s for s in IMAGES if min(s[1:]) >= 5]
+    _run(disc, fn, [_spec(4), _spec(4)], _conv_cases(images, *k, 3, 5))
+
+
+def test_conv2d_wide_channels_and_f64(disc):
+    def fn(x, f):
+        return tf.nn.conv2d(x, f, 2, "SAME")
+    _run(disc, fn, [_spec(4), _spec(4)], _conv_cases([(1, 17, 17), (2, 8, 9)], 7, 7, 3, 70))
+    disc.reset_stats()
+    disc.clear_executable_cache()
+    _run(disc, fn, [_spec(4, tf.float64), _spec(4, tf.float64)],
+         _conv_cases([(1, 6, 5), (2, 3, 3)], 3, 3, 4, 6, dt=np.float64), rtol=1e-10)
+
+
+def test_fused_conv_bias_relu_and_batch_norm(disc):
+    def fn(x, f, b, s, o, m, v):
+        y = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b))
+        z = tf.raw_ops.FusedBatchNormV3(x=y, scale=s, offset=o, mean=m, variance=v,
+                                         epsilon=1e-3, is_training=False)[0]
+        return tf.nn.relu6(z)
+    specs = [_spec(4), _spec(4)] + [_spec(1)] * 5
+    cases = []
+    for i, (inp, filt) in enumerate(_conv_cases(IMAGES, 3, 3, 4, 6)):
+        vec = [_rand((6,), 90 + 5 * i + j) for j in range(5)]
+        cases.append([inp, filt, *vec[:4], np.abs(vec[4]) + 0.1])
+    _run(disc, fn, specs, cases)
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("mult,strides,dil", [(1, 1, 1), (1, 2, 1), (2, 1, 1), (1, 1, 2)])
+def test_depthwise(disc, padding, mult, strides, dil):
+    def fn(x, f):
+        return tf.raw_ops.DepthwiseConv2dNative(input=x, filter=f, strides=[1, strides, strides, 1],
+                                                padding=padding, dilations=[1, dil, dil, 1])
+    images = IMAGES if padding == "SAME" else [s for s in IMAGES if min(s[1:]) >= 5]
+    _run(disc, fn, [_spec(4), _spec(4)], _conv_cases(images, 3, 3, 4, mult))
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("k,strides", [(2, 2), (3, 2), (3, 1), ((1, 3), (2, 1))])
+def test_pool(disc, pool, padding, k, strides):
+    op = tf.nn.max_pool2d if pool == "max" else tf.nn.avg_pool2d
+
+    def fn(x):
+        return op(x, k, strides, padding)
+    images = IMAGES if padding == "SAME" else [s for s in IMAGES if min(s[1:]) >= 3]
+    _run(disc, fn, [_spec(4)], [[_rand((n, h, w, 3), i)] for i, (n, h, w) in enumerate(images)])
+
+
+def test_max_pool_v2_const_ksize(disc):
+    def fn(x):
+        return tf.raw_ops.MaxPoolV2(input=x, ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1],
+                                    padding="SAME") * 2.0
+    _run(disc, fn, [_spec(4)], [[_rand((n, h, w, 2), i)] for i, (n, h, w) in enumerate(IMAGES)])
+
+
+def test_fused_batch_norm_outputs(disc):
+    def fn(x, s, o, m, v):
+        return tf.raw_ops.FusedBatchNormV3(x=x, scale=s, offset=o, mean=m, variance=v,
+                                           epsilon=1e-2, is_training=False)[:5]
+    cases = [[_rand((n, h, w, 3), i)] + [_rand((3,), 10 + j) for j in range(3)]
+             + [np.abs(_rand((3,), 20)) + 0.5] for i, (n, h, w) in enumerate(IMAGES[1:])]
+    _run(disc, fn, [_spec(4)] + [_spec(1)] * 4, cases)
+
+
+def test_errors_are_tf_errors(disc):
+    disc.enable(min_cluster_size=1)
+
+    @tf.function(input_signature=[_spec(4), _spec(4)])
+    def valid(x, f):
+        return tf.nn.conv2d(x, f, 1, "VALID")
+    valid(_rand((1, 4, 4, 2), 0), _rand((3, 3, 2, 2), 1))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="output size would be negative"):
+        valid(_rand((1, 1, 4, 2), 0), _rand((3, 3, 2, 2), 1))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="depth"):
+        valid(_rand((1, 4, 4, 3), 0), _rand((3, 3, 2, 2), 1))

@@ -1,0 +1,66 @@
+"""Host code for `window` ops (ops/nn_conv.py): fills a DiscWindowArgs and
+calls rt->window (runtime/window.cc), after TF's negative-output-size check.
+
+IR attrs: kind (ops/nn_conv.WINDOW_KINDS), padding SAME|VALID|EXPLICIT,
+pads [top, bottom, left, right] (EXPLICIT), strides/dilations [h, w], ksize
+[h, w] dims (the filter's for convolutions); operands x (NHWC) and, for
+convolutions, the filter.  SAME puts the smaller half of the padding on top
+and left, as TF does."""
+from __future__ import annotations
+
+from ..ir.core import Op, Value
+from .cstr import c_string
+
+_KINDS = {"conv": "DISC_WINDOW_CONV", "depthwise": "DISC_WINDOW_DEPTHWISE",
+          "max_pool": "DISC_WINDOW_MAX_POOL", "avg_pool": "DISC_WINDOW_AVG_POOL"}
+_NEGATIVE = ("Computed output size would be negative: {0} [input_size: {1}]"
+             " (node '{node}', op {op})")
+
+
+def _pad_lines(axis: str, size: str, out: str, k: str, stride: int, dil: int,
+               padding: str, lo: int, hi: int, msg: str) -> list[str]:
+    """Sets w.pad_<axis> and checks TF's unclamped output size."""
+    eff = f"(({k} - 1) * {dil} + 1)"
+    field = "pad_top" if axis == "h" else "pad_left"
+    if padding == "SAME":
+        return [f"    {{ const int64_t t = ({out} - 1) * {stride} + {eff} - {size};",
+                f"      w.{field} = t > 0 ? t / 2 : 0; }}"]
+    return [f"    {{ const int64_t raw = ({size} + {lo + hi} - {eff} + {stride}) / {stride};",
+            "      if (raw < 0) {",
+            "        char a[32], b[128];",
+            '        snprintf(a, sizeof a, "%lld", (long long)raw);',
+            '        snprintf(b, sizeof b, "%lld, effective_filter_size: %lld, stride: %lld",',
+            f"                 (long long){size}, (long long){eff}, (long long){stride});",
+            f"        return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, {msg}, a, b);",
+            "      }",
+            f"      w.{field} = {lo}; }}"]
+
+
+def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
+    """Host lines for one window op (dn: DimNames, ptr: value -> C++ pointer)."""
+    a = op.attrs
+    x = op.operands[0]
+    xd = [dn(d) for d in x.shape]
+    od = [dn(d) for d in op.result.shape]
+    kh, kw = (dn(d) for d in a["ksize"])
+    out = list(dn.lines)
+    dn.lines = []
+    (sh, sw), (dh, dw) = a["strides"], a["dilations"]
+    pt, pb, pl, pr = a["pads"]
+    msg = c_string(_NEGATIVE.replace("{node}", a["node"]).replace("{op}", a["op"]))
+    filt = ptr[op.operands[1]] if len(op.operands) > 1 else "nullptr"
+    out += [f"  {{  // window {k}: {a['kind']} {op.result.name}",
+            "    DiscWindowArgs w = {};",
+            f"    w.kind = {_KINDS[a['kind']]}; w.dtype = {op.result.dtype.tf_enum};",
+            f"    w.batch = {xd[0]}; w.in_h = {xd[1]}; w.in_w = {xd[2]}; w.in_c = {xd[3]};",
+            f"    w.out_h = {od[1]}; w.out_w = {od[2]}; w.out_c = {od[3]};",
+            f"    w.k_h = {kh}; w.k_w = {kw}; w.stride_h = {sh}; w.stride_w = {sw};",
+            f"    w.dilation_h = {dh}; w.dilation_w = {dw};"]
+    out += _pad_lines("h", xd[1], od[1], kh, sh, dh, a["padding"], pt, pb, msg)
+    out += _pad_lines("w", xd[2], od[2], kw, sw, dw, a["padding"], pl, pr, msg)
+    out += [f"    w.input = {ptr[x]}; w.filter = {filt}; w.output = {ptr[op.result]};",
+            "    if (rt->window(rt->ctx, &w)) return 1;"]
+    for name in a.get("frees", []):
+        out.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
+    out.append("  }")
+    return out

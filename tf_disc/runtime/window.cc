@@ -1,0 +1,235 @@
+#include "tf_disc/runtime/window.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <new>
+
+namespace tf_disc {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// First and one-past-last kernel tap i with 0 <= base + i * dil < limit.
+inline void TapRange(int64_t base, int64_t dil, int64_t taps, int64_t limit, int64_t* lo,
+                     int64_t* hi) {
+  *lo = base >= 0 ? 0 : CeilDiv(-base, dil);
+  *hi = base >= limit ? 0 : std::min(taps, CeilDiv(limit - base, dil));
+  if (*hi < *lo) *hi = *lo;
+}
+
+// Rows [r0, r1) of the patch matrix (row = output pixel n*oh*ow + y*ow + x,
+// columns = (i, j, c) in HWIO filter order) into buf with row stride k.
+template <typename T>
+void Im2Col(const DiscWindowArgs& w, int64_t r0, int64_t r1, T* buf) {
+  const T* in = static_cast<const T*>(w.input);
+  const int64_t k = w.k_h * w.k_w * w.in_c;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t x = r % w.out_w, y = (r / w.out_w) % w.out_h, n = r / (w.out_w * w.out_h);
+    T* row = buf + (r - r0) * k;
+    for (int64_t i = 0; i < w.k_h; ++i) {
+      const int64_t iy = y * w.stride_h - w.pad_top + i * w.dilation_h;
+      T* seg = row + i * w.k_w * w.in_c;
+      if (iy < 0 || iy >= w.in_h) {
+        std::fill(seg, seg + w.k_w * w.in_c, T(0));
+        continue;
+      }
+      const T* src = in + ((n * w.in_h + iy) * w.in_w) * w.in_c;
+      const int64_t bx = x * w.stride_w - w.pad_left;
+      if (w.dilation_w == 1 && bx >= 0 && bx + w.k_w <= w.in_w) {
+        std::copy(src + bx * w.in_c, src + (bx + w.k_w) * w.in_c, seg);
+        continue;
+      }
+      for (int64_t j = 0; j < w.k_w; ++j) {
+        const int64_t ix = bx + j * w.dilation_w;
+        T* dst = seg + j * w.in_c;
+        if (ix < 0 || ix >= w.in_w) {
+          std::fill(dst, dst + w.in_c, T(0));
+        } else {
+          std::copy(src + ix * w.in_c, src + (ix + 1) * w.in_c, dst);
+        }
+      }
+    }
+  }
+}
+
+GemmArgs ConvGemm(const DiscWindowArgs& w, int64_t m, const void* a, void* c) {
+  const int64_t k = w.k_h * w.k_w * w.in_c;
+  return GemmArgs{w.dtype, false, false, 1, m, w.out_c, k, a, k, 0,
+                  w.filter, w.out_c, 0, c, w.out_c, 0};
+}
+
+// Convolution as GEMMs: a 1x1/stride-1/unpadded one reads the input as the
+// patch matrix; otherwise each task builds patch panels of `panel` rows (a
+// few hundred KB, cache-resident) and multiplies them single-threaded.
+template <typename T>
+bool Conv(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
+          const GemmParallelFor& parallel_for, std::string* error) {
+  const int64_t rows = w.batch * w.out_h * w.out_w;
+  const int64_t k = w.k_h * w.k_w * w.in_c;
+  T* out = static_cast<T*>(w.output);
+  if (w.k_h == 1 && w.k_w == 1 && w.stride_h == 1 && w.stride_w == 1 && w.pad_top == 0 &&
+      w.pad_left == 0 && w.out_h == w.in_h && w.out_w == w.in_w) {
+    return RunGemm(ConvGemm(w, rows, w.input, out), num_threads, eigen_pool, parallel_for,
+                   error);
+  }
+  const int64_t panel = std::max<int64_t>(
+      16, std::min<int64_t>(512, (int64_t(256) * 1024 / sizeof(T) / std::max<int64_t>(k, 1))
+                                     / 16 * 16));
+  const int64_t panels = CeilDiv(rows, panel);
+  // Few panels (small images, deep layers): split the output channels too,
+  // so every thread has work (each column block rebuilds its panel).
+  int64_t col_blocks = 1;
+  if (num_threads > 1 && panels < 2 * num_threads) {
+    col_blocks = std::min(CeilDiv(2 * num_threads, panels), std::max<int64_t>(1, w.out_c / 64));
+  }
+  const int64_t cstep = std::min(w.out_c, CeilDiv(CeilDiv(w.out_c, col_blocks), 16) * 16);
+  col_blocks = CeilDiv(w.out_c, cstep);
+  const int64_t tasks = panels * col_blocks;
+  std::atomic<bool> ok{true};
+  auto run = [&](int64_t begin, int64_t end) {
+    std::unique_ptr<T[]> buf(new (std::nothrow) T[panel * k]);
+    if (!buf) {
+      ok = false;
+      return;
+    }
+    int64_t built = -1;
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t p = t / col_blocks, cb = t % col_blocks;
+      const int64_t r0 = p * panel, r1 = std::min(rows, r0 + panel);
+      if (built != p) {
+        Im2Col<T>(w, r0, r1, buf.get());
+        built = p;
+      }
+      const int64_t c0 = cb * cstep, c1 = std::min(w.out_c, c0 + cstep);
+      GemmArgs g = ConvGemm(w, r1 - r0, buf.get(), out + r0 * w.out_c + c0);
+      g.n = c1 - c0;
+      g.b = static_cast<const T*>(w.filter) + c0;
+      std::string err;
+      if (!RunGemm(g, 1, nullptr, parallel_for, &err)) ok = false;
+    }
+  };
+  const double flops = 2.0 * rows * k * w.out_c;
+  if (num_threads <= 1 || flops < 4e5) {
+    run(0, tasks);
+  } else {
+    parallel_for(tasks, static_cast<int64_t>(flops / tasks / 8) + 1, run);
+  }
+  if (!ok) *error = "conv2d: out of memory for patch panels";
+  return ok.load();
+}
+
+// Output rows (n, y) of a depthwise convolution or pooling, vectorized over
+// channels: acc[c] accumulates the window of pixel x.
+template <typename T>
+void DirectRows(const DiscWindowArgs& w, int64_t begin, int64_t end) {
+  const T* in = static_cast<const T*>(w.input);
+  const T* f = static_cast<const T*>(w.filter);
+  T* out = static_cast<T*>(w.output);
+  const int64_t mult = w.kind == DISC_WINDOW_DEPTHWISE ? w.out_c / w.in_c : 1;
+  const int64_t ic = w.in_c, oc = w.out_c;
+  for (int64_t ny = begin; ny < end; ++ny) {
+    const int64_t n = ny / w.out_h, y = ny % w.out_h;
+    const int64_t by = y * w.stride_h - w.pad_top;
+    int64_t i0, i1;
+    TapRange(by, w.dilation_h, w.k_h, w.in_h, &i0, &i1);
+    for (int64_t x = 0; x < w.out_w; ++x) {
+      T* acc = out + ((n * w.out_h + y) * w.out_w + x) * oc;
+      const int64_t bx = x * w.stride_w - w.pad_left;
+      int64_t j0, j1;
+      TapRange(bx, w.dilation_w, w.k_w, w.in_w, &j0, &j1);
+      const T init = w.kind == DISC_WINDOW_MAX_POOL ? -std::numeric_limits<T>::infinity() : T(0);
+      std::fill(acc, acc + oc, init);
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t iy = by + i * w.dilation_h;
+        for (int64_t j = j0; j < j1; ++j) {
+          const T* src = in + ((n * w.in_h + iy) * w.in_w + bx + j * w.dilation_w) * ic;
+          if (w.kind == DISC_WINDOW_DEPTHWISE) {
+            const T* fw = f + (i * w.k_w + j) * oc;
+            if (mult == 1) {
+              for (int64_t c = 0; c < ic; ++c) acc[c] += src[c] * fw[c];
+            } else {
+              for (int64_t c = 0; c < ic; ++c)
+                for (int64_t q = 0; q < mult; ++q) acc[c * mult + q] += src[c] * fw[c * mult + q];
+            }
+          } else if (w.kind == DISC_WINDOW_MAX_POOL) {
+            for (int64_t c = 0; c < ic; ++c) acc[c] = src[c] > acc[c] ? src[c] : acc[c];
+          } else {
+            for (int64_t c = 0; c < ic; ++c) acc[c] += src[c];
+          }
+        }
+      }
+      if (w.kind == DISC_WINDOW_AVG_POOL) {
+        const T inv = T(1) / T((i1 - i0) * (j1 - j0));
+        for (int64_t c = 0; c < oc; ++c) acc[c] *= inv;
+      }
+    }
+  }
+}
+
+template <typename T>
+bool Run(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
+         const GemmParallelFor& parallel_for, std::string* error) {
+  if (w.kind == DISC_WINDOW_CONV) return Conv<T>(w, num_threads, eigen_pool, parallel_for, error);
+  const int64_t rows = w.batch * w.out_h;
+  const double cost = 2.0 * w.out_w * w.out_c * w.k_h * w.k_w / 4 + 1;  // ~4 flop/cycle
+  if (num_threads <= 1 || rows * cost < 20000) {
+    DirectRows<T>(w, 0, rows);
+  } else {
+    parallel_for(rows, static_cast<int64_t>(cost),
+                 [&w](int64_t b, int64_t e) { DirectRows<T>(w, b, e); });
+  }
+  return true;
+}
+
+bool Check(const DiscWindowArgs& w, std::string* error) {
+  const int64_t sizes[] = {w.batch, w.in_h, w.in_w, w.in_c, w.out_h, w.out_w, w.out_c,
+                           w.k_h, w.k_w, w.pad_top, w.pad_left};
+  for (int64_t s : sizes) {
+    if (s < 0) {
+      *error = "window: negative size";
+      return false;
+    }
+  }
+  if (w.stride_h < 1 || w.stride_w < 1 || w.dilation_h < 1 || w.dilation_w < 1) {
+    *error = "window: strides and dilations must be positive";
+    return false;
+  }
+  const bool pool = w.kind == DISC_WINDOW_MAX_POOL || w.kind == DISC_WINDOW_AVG_POOL;
+  if (w.kind < DISC_WINDOW_CONV || w.kind > DISC_WINDOW_AVG_POOL) {
+    *error = "window: unknown kind " + std::to_string(w.kind);
+    return false;
+  }
+  if ((pool && w.out_c != w.in_c) ||
+      (w.kind == DISC_WINDOW_DEPTHWISE && (w.in_c == 0 || w.out_c % w.in_c != 0))) {
+    *error = "window: channel counts do not match the kind";
+    return false;
+  }
+  const bool empty = w.batch * w.out_h * w.out_w * w.out_c == 0;
+  if (!empty && (w.output == nullptr || w.input == nullptr || (!pool && w.filter == nullptr))) {
+    *error = "window: null buffer for a non-empty output";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool RunWindow(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
+               const GemmParallelFor& parallel_for, std::string* error) {
+  if (!Check(w, error)) return false;
+  if (w.batch * w.out_h * w.out_w * w.out_c == 0) return true;
+  switch (w.dtype) {
+    case DISC_DTYPE_FLOAT:
+      return Run<float>(w, num_threads, eigen_pool, parallel_for, error);
+    case DISC_DTYPE_DOUBLE:
+      return Run<double>(w, num_threads, eigen_pool, parallel_for, error);
+    default:
+      *error = "window: unsupported dtype " + std::to_string(w.dtype);
+      return false;
+  }
+}
+
+}  // namespace tf_disc

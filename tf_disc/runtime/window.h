@@ -1,0 +1,25 @@
+// Windowed NHWC ops behind DiscRuntime::window (disc_abi.h): Conv2D (im2col
+// panels + the Eigen GEMM of gemm.cc), depthwise convolution and max/avg
+// pooling (direct loops vectorized over channels).
+//
+// Like gemm.cc this file holds no TF headers and is compiled with -O3
+// -march=native; threading stays with the caller's parallel_for (TF's
+// intra-op pool), the work being cut into independent output-row blocks.
+#ifndef TF_DISC_RUNTIME_WINDOW_H_
+#define TF_DISC_RUNTIME_WINDOW_H_
+
+#include <string>
+
+#include "tf_disc/runtime/disc_abi.h"
+#include "tf_disc/runtime/gemm.h"
+
+namespace tf_disc {
+
+// Runs the op; false with *error set for an unsupported kind/dtype or bad
+// arguments (nothing written then).  eigen_pool as in RunGemm.
+bool RunWindow(const DiscWindowArgs& args, int num_threads, void* eigen_pool,
+               const GemmParallelFor& parallel_for, std::string* error);
+
+}  // namespace tf_disc
+
+#endif  // TF_DISC_RUNTIME_WINDOW_H_
