@@ -1,0 +1,230 @@
+"""BERT-base-like encoder on dynamic batch/sequence workloads: stock TF
+(tf.function and TF1 Session), XLA (jit_compile=True), ONNX Runtime (when
+tf2onnx and onnxruntime are installed) and blade_disc_tf (sync and async
+compile), all in this process; plus the GEMM floor (the model's GEMMs alone
+through our compiler).
+
+Workload A is BladeDISC's published request sequence (batch
+2,2,4,1,1,8,8,2,16,2 at seq 128); B is 40 seeded requests with batch 1-8 and
+seq 16-256.  Cold = the first pass over the workload on a fresh function
+(tracing, compiling, exporting included); steady = median over --repeats
+passes, the modes interleaved.
+
+    python benchmarks/bert_dynamic.py [--layers 4] [--repeats 3] [--workload AB] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Tuple
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow.core.protobuf import config_pb2  # noqa: E402
+
+import modes  # noqa: E402
+from models.transformer import Config, gemm_floor, make_weights, signature_ids, transformer  # noqa: E402
+from timing import print_table  # noqa: E402
+
+WORKLOAD_A_BATCHES = [2, 2, 4, 1, 1, 8, 8, 2, 16, 2]
+
+
+@dataclass
+class Mode:
+    name: str
+    make: Callable[[], Optional[Callable]]  # None: mode unavailable (reason printed)
+    ours: bool = False
+    async_compile: bool = False
+    floor: bool = False                       # runs the GEMM-floor requests
+    launches: str = "-"
+    compiles: str = "-"
+
+
+def workload(name: str, vocab: int, quick: bool, seed: int = 0) -> List[Tuple[np.ndarray, np.ndarray]]:
+    """(ids, mask) requests; masks pad a random tail of each row."""
+    rng = np.random.default_rng(seed)
+    if name == "A":
+        shapes = [(b, 16 if quick else 128) for b in WORKLOAD_A_BATCHES]
+    else:
+        shapes = [(int(rng.integers(1, 5 if quick else 9)), int(rng.integers(4 if quick else 16, 33 if quick else 257)))
+                  for _ in range(8 if quick else 40)]
+    requests = []
+    for b, s in shapes:
+        ids = rng.integers(0, vocab, (b, s)).astype(np.int32)
+        lengths = rng.integers(max(1, s // 2), s + 1, (b, 1))
+        requests.append((ids, (np.arange(s)[None, :] < lengths).astype(np.int32)))
+    return requests
+
+
+class TF1Session:
+    """The model in a TF1 graph and Session (same seeded weights)."""
+
+    def __init__(self, config: Config) -> None:
+        graph = tf.Graph()
+        with graph.as_default():
+            self.ids = tf.compat.v1.placeholder(tf.int32, [None, None])
+            self.mask = tf.compat.v1.placeholder(tf.int32, [None, None])
+            self.out = transformer(self.ids, self.mask, make_weights(config), config)
+            init = tf.compat.v1.global_variables_initializer()
+        self.sess = tf.compat.v1.Session(graph=graph)
+        self.sess.run(init)
+
+    def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return self.sess.run(self.out, {self.ids: ids, self.mask: mask})
+
+    def launches(self, ids: np.ndarray, mask: np.ndarray) -> int:
+        """DiscLaunch ops in the partition graphs of one step."""
+        options = config_pb2.RunOptions(output_partition_graphs=True)
+        metadata = config_pb2.RunMetadata()
+        self.sess.run(self.out, {self.ids: ids, self.mask: mask}, options=options,
+                      run_metadata=metadata)
+        return sum(n.op == "DiscLaunch" for g in metadata.partition_graphs for n in g.node)
+
+
+def onnx_runtime(fn: tf.types.experimental.GenericFunction) -> Optional[Callable]:
+    try:
+        import onnxruntime as ort
+        import tf2onnx
+    except ImportError as e:
+        print(f"ONNX Runtime mode skipped: {e} (pip install onnxruntime tf2onnx)")
+        return None
+    try:
+        proto, _ = tf2onnx.convert.from_function(fn, input_signature=signature_ids(), opset=17)
+    except Exception as e:  # tf2onnx lags TF releases: report, do not abort the run
+        print(f"ONNX Runtime mode skipped: tf2onnx could not export the model: {e!r:.300}")
+        return None
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return lambda *xs: sess.run(None, dict(zip(names, xs)))[0]
+
+
+def build_modes(config: Config, weights, names: str) -> List[Mode]:
+    def model(ids, mask):
+        return transformer(ids, mask, weights, config)
+
+    def floor(x):
+        return gemm_floor(x, weights, config)
+
+    fresh = lambda fn, **kw: lambda: tf.function(fn, input_signature=signature_ids(), **kw)  # noqa: E731
+    floor_spec = [tf.TensorSpec([None, None, config.hidden], tf.float32)]
+    stock_for_onnx = tf.function(model, input_signature=signature_ids())
+    all_modes = [
+        Mode("tf", fresh(model)),
+        Mode("tf1_session", lambda: TF1Session(config)),
+        Mode("xla", fresh(model, jit_compile=True)),
+        Mode("onnxruntime", lambda: onnx_runtime(stock_for_onnx)),
+        Mode("ours", fresh(model), ours=True),
+        Mode("ours_async", fresh(model), ours=True, async_compile=True),
+        Mode("gemm_floor(ours)", lambda: tf.function(floor, input_signature=floor_spec),
+             ours=True, floor=True),
+    ]
+    wanted = set(names.split(","))
+    return [m for m in all_modes if m.name.split("(")[0] in wanted or "all" in wanted]
+
+
+def run_workload(label: str, requests, floor_requests, mode_list: List[Mode], repeats: int) -> None:
+    import blade_disc_tf as disc
+
+    timelines, runners, results = {}, {}, {}
+    for mode in mode_list:
+        modes.configure_disc(mode.ours, mode.async_compile)
+        reqs = floor_requests if mode.floor else requests
+        modes.reset_peak_rss()
+        start = time.perf_counter()
+        fn = mode.make()
+        if fn is None:
+            continue
+        make_s = time.perf_counter() - start
+        check = fn.launches if isinstance(fn, TF1Session) else (
+            (lambda *r: modes.first_call_launches(fn, r)) if hasattr(fn, "get_concrete_function") else None)
+        timeline = modes.Timeline(mode.name)
+        if check is not None:
+            start = time.perf_counter()
+            mode.launches = str(check(*reqs[0]))  # the first call, recorded
+            make_s += time.perf_counter() - start
+        outputs = timeline.run_pass(fn, reqs, cold=True)
+        timeline.cold_s += make_s
+        if mode.async_compile:
+            modes.wait_for_async_compiles()
+        if mode.ours:
+            mode.compiles = str(modes.disc_compiles())
+            fallbacks = modes.disc_fallbacks()
+            ran_in_tf = fallbacks.pop("compiling", 0)
+            if ran_in_tf:
+                print(f"{mode.name}: {ran_in_tf} cluster call(s) ran in TF while compiling")
+            if fallbacks:
+                print(f"{mode.name}: FALLBACKS {fallbacks}")
+        elif mode.name == "xla":
+            mode.compiles = str(len({r[0].shape for r in reqs}))  # XLA: once per shape
+        results[mode.name] = (outputs, modes.peak_rss_mb())
+        timelines[mode.name], runners[mode.name] = timeline, (fn, reqs)
+    disc.enable(async_compile=False)  # sync reloads of ours from the disk cache below
+    for name, (fn, reqs) in runners.items():  # untimed warm-up round
+        fn(*reqs[0])
+    for _ in range(repeats):
+        for name, (fn, reqs) in runners.items():
+            timelines[name].run_pass(fn, reqs, cold=False)
+    print_results(label, mode_list, timelines, results)
+
+
+def print_results(label: str, mode_list: List[Mode], timelines, results) -> None:
+    want = results.get("tf", (None,))[0]
+    rows = []
+    for mode in mode_list:
+        if mode.name not in timelines:
+            continue
+        t, (outputs, rss) = timelines[mode.name], results[mode.name]
+        diff = "-" if want is None or mode.floor else f"{modes.max_diff(outputs, want):.2e}"
+        rows.append({"mode": mode.name, "cold_s": t.cold_s, "steady_s": t.steady_s,
+                     "p50_ms": 1e3 * modes.percentile(t.latencies, 50),
+                     "p90_ms": 1e3 * modes.percentile(t.latencies, 90),
+                     "compiles": mode.compiles, "DiscLaunch": mode.launches,
+                     "peak_rss_MB": rss, "max_diff_vs_tf": diff})
+    print_table(f"Workload {label} (xla compiles = distinct shapes)", rows)
+    base = {name: timelines[name] for name in ("tf", "xla", "gemm_floor(ours)") if name in timelines}
+    ratio_rows = []
+    for name, t in timelines.items():
+        row = {"mode": name}
+        for ref, rt in base.items():
+            row[f"steady/{ref}"] = modes.ratio(t.steady_s, rt.steady_s)
+        for ref in ("tf", "xla"):
+            if ref in base:
+                row[f"cold/{ref}"] = modes.ratio(t.cold_s, base[ref].cold_s)
+        ratio_rows.append(row)
+    print_table(f"Workload {label}: time ratios (< 1.00x: faster than the reference)", ratio_rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workload", default="AB", help="A, B or AB")
+    parser.add_argument("--modes", default="all",
+                        help="comma list of tf,tf1_session,xla,onnxruntime,ours,ours_async,gemm_floor")
+    parser.add_argument("--quick", action="store_true", help="tiny model and workloads (smoke run)")
+    args = parser.parse_args()
+    config = (Config(hidden=64, heads=4, ffn=256, layers=1, vocab=1000) if args.quick
+              else Config(layers=args.layers))
+    repeats = 1 if args.quick else args.repeats
+    weights = make_weights(config)
+    print(f"model: hidden {config.hidden}, heads {config.heads}, ffn {config.ffn}, "
+          f"layers {config.layers}; {os.cpu_count()} CPUs; steady = median of {repeats} pass(es)")
+    print("peak_rss_MB: VmHWM over each mode's cold pass, " + (
+        "reset before each mode" if modes.reset_peak_rss()
+        else "CUMULATIVE (this kernel refuses clear_refs)"))
+    for label in args.workload:
+        requests = workload(label, config.vocab, args.quick)
+        rng = np.random.default_rng(1)
+        floor_requests = [(rng.standard_normal(ids.shape + (config.hidden,)).astype(np.float32),)
+                          for ids, _ in requests]
+        run_workload(label, requests, floor_requests, build_modes(config, weights, args.modes),
+                     repeats)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

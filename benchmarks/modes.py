@@ -1,0 +1,135 @@
+"""How the transformer benchmarks run one model several ways in one process:
+stock TF, XLA and blade_disc_tf, each on a fresh tf.function, with a check of
+what TF really executed (DiscLaunch present only in our modes), peak RSS and
+latency percentiles."""
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from models import coverage
+
+Request = Sequence[np.ndarray]
+_CACHE_ROOT: Optional[tempfile.TemporaryDirectory] = None  # removed at exit
+
+
+def peak_rss_mb() -> float:
+    """VmHWM of this process (reset by reset_peak_rss where the kernel
+    allows, otherwise cumulative over the whole run)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def reset_peak_rss() -> bool:
+    """Restarts VmHWM from the current RSS (Linux clear_refs 5)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if len(values) else float("nan")
+
+
+def configure_disc(ours: bool, async_compile: bool = False) -> None:
+    """Ours: enabled with an empty private cache and no executables in
+    memory, so the cold pass really compiles; otherwise disabled, so the
+    next tf.function optimized stays stock."""
+    import blade_disc_tf as disc
+
+    if not ours:
+        disc.disable()
+        return
+    global _CACHE_ROOT
+    if _CACHE_ROOT is None:
+        _CACHE_ROOT = tempfile.TemporaryDirectory(prefix="disc_bench_cache_")
+    disc.enable(cache_dir=tempfile.mkdtemp(dir=_CACHE_ROOT.name), async_compile=async_compile)
+    disc.clear_executable_cache()
+    disc.reset_stats()
+
+
+def disc_compiles() -> int:
+    import blade_disc_tf as disc
+
+    return sum(c["compiles"] for c in disc.stats()["clusters"].values())
+
+
+def disc_fallbacks() -> Dict[str, int]:
+    import blade_disc_tf as disc
+
+    reasons: Dict[str, int] = {}
+    for c in disc.stats()["clusters"].values():
+        for reason, n in c["fallback_reasons"].items():
+            reasons[reason] = reasons.get(reason, 0) + n
+    return reasons
+
+
+def wait_for_async_compiles(timeout_s: float = 900.0) -> None:
+    """Blocks until every cluster key seen has an executable (compiled or
+    loaded), so that the steady passes of the async mode measure it."""
+    import blade_disc_tf as disc
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        clusters = disc.stats()["clusters"].values()
+        if all(c["compiles"] + c["disk_cache_hits"] + sum(
+                n for reason, n in c["fallback_reasons"].items() if reason != "compiling")
+               >= len(c["keys"]) for c in clusters):
+            return
+        time.sleep(0.2)
+    raise TimeoutError("async compiles did not finish")
+
+
+def first_call_launches(fn: Callable[..., object], request: Request) -> int:
+    """DiscLaunch ops in the graphs TF executed for fn's first call."""
+    return coverage.disc_launch_count(coverage.executed_graphs(lambda: fn(*request)))
+
+
+class Timeline:
+    """Per-request latencies of one mode: the cold pass and the steady ones."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.cold_s = 0.0
+        self.steady_totals: List[float] = []
+        self.latencies: List[float] = []
+
+    def run_pass(self, fn: Callable[..., object], requests: List[Request], cold: bool) -> List[np.ndarray]:
+        outputs, total = [], 0.0
+        for request in requests:
+            start = time.perf_counter()
+            out = fn(*request)
+            out = out.numpy() if hasattr(out, "numpy") else np.asarray(out)
+            elapsed = time.perf_counter() - start
+            total += elapsed
+            outputs.append(out)
+            if not cold:
+                self.latencies.append(elapsed)
+        if cold:
+            self.cold_s = total
+        else:
+            self.steady_totals.append(total)
+        return outputs
+
+    @property
+    def steady_s(self) -> float:
+        return statistics.median(self.steady_totals) if self.steady_totals else float("nan")
+
+
+def max_diff(got: List[np.ndarray], want: List[np.ndarray]) -> float:
+    return max(float(np.max(np.abs(g - w), initial=0.0)) for g, w in zip(got, want))
+
+
+def ratio(a: float, b: Optional[float]) -> str:
+    return f"{a / b:.2f}x" if b else "-"
