@@ -38,7 +38,8 @@ SPECIAL_FLOATS = [np.nan, np.inf, -np.inf, 0.0, 1e30, -1e-30, 88.0, -100.0, 0.5]
 # - subnormals: TF's own answer depends on where the element sits (Eigen
 #   packet math runs under DAZ, its scalar tail calls libm: TF's float Log of
 #   1e-45 is -inf in a 64-element tensor, -103.97 in a 4-element one); we
-#   differ from one or the other on Log/Pow/Atan2 (reported);
+#   give one of TF's two answers per element (Log: the packet one; Pow,
+#   Atan2, Log1p: the libm one), pinned by tests/reliability/test_fuzz_findings.py;
 # - -0.0: TF's own sign of zero depends on the element's position (Relu(-0.0)
 #   is -0.0 in Eigen's scalar tail, +0.0 inside a SIMD packet), visible
 #   through Reciprocal/Div as -inf vs +inf.
