@@ -74,6 +74,12 @@ def _softmax(log):
         m = b.broadcast_to(reduce_value(b, x, last, "max_ignore_nan", True), x.shape)
         z = b.elementwise("subtract", x, m)
         e = b.elementwise("exponential", z)
+        if not log and x.dtype == dtypes.F32:
+            # TF's f32 Softmax is oneDNN's, whose exp maps NaN to +inf: a row
+            # with NaN/inf gives NaN there and 0 elsewhere (Eigen's f64
+            # Softmax and LogSoftmax give a NaN row, as the plain formula).
+            inf = b.scalar_like(float("inf"), e)
+            e = b.elementwise("select", b.elementwise("is_nan", z), inf, e, dtype=e.dtype)
         s = b.broadcast_to(reduce_value(b, e, last, "sum", True), x.shape)
         if log:
             return [b.elementwise("subtract", z, b.elementwise("log", s))]
