@@ -23,6 +23,14 @@ from .prelude import ERROR_MESSAGES
 
 
 
+ENTRY_HEAD = (
+    "extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_abi_version(void) "
+    "{ return DISC_ABI_VERSION; }\n\n"
+    "extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_entry("
+    "const DiscRuntime* rt, const DiscBuffer* inputs,\n                               "
+    "int32_t num_inputs) {")
+
+
 class DimNames:
     """C++ expression for each dim string (bcast dims become locals)."""
 
@@ -135,8 +143,10 @@ def _const_array(op: Op) -> str:
     return f"static const {dt.ctype} c_{v.name}[{max(len(op.attrs['value']), 1)}] = {{{vals or '0'}}};"
 
 
-def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo]) -> tuple[str, str]:
-    """Returns (file-scope constant arrays, disc_entry source)."""
+def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
+                entry_name: str | None = None) -> tuple[str, str]:
+    """Returns (file-scope constant arrays, disc_entry source); with
+    entry_name, an internal function of that name instead of disc_entry."""
     dn = DimNames()
     body: list[str] = []
     ptr: dict[Value, str] = {}
@@ -147,6 +157,8 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo]) -> tuple
         body.append(f"  if (inputs[{i}].rank != {a.type.rank}) return disc_fail(rt, "
                     f"DISC_ERROR_INTERNAL, \"input {i}: expected rank {a.type.rank}\", \"\", \"\");")
         for j, d in enumerate(a.shape):
+            if is_static(d) or d in dn.names:   # speculated: equal by the guard
+                continue
             dn.names[d] = d
             body.append(f"  const int64_t {d} = inputs[{i}].dims[{j}];")
         ptr[a] = f"static_cast<const {a.dtype.ctype}*>(inputs[{i}].data)"
@@ -204,9 +216,11 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo]) -> tuple
         elif op.name == "cumsum":
             body += emit_cumsum(op, dn, ptr, k)
     body.append("  return 0;")
-    entry = ["extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_abi_version(void) { return DISC_ABI_VERSION; }", "",
-             "extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_entry(const DiscRuntime* rt, const DiscBuffer* inputs,",
-             "                               int32_t num_inputs) {", *body, "}", ""]
+    if entry_name:
+        entry = [f"int32_t {entry_name}(const DiscRuntime* rt, const DiscBuffer* inputs, "
+                 "int32_t num_inputs) {", *body, "}", ""]
+        return "\n".join(consts) + "\n", "\n".join(entry)
+    entry = [ENTRY_HEAD, *body, "}", ""]
     return "\n".join(consts) + "\n", "\n".join(entry)
 
 

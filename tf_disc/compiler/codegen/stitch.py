@@ -53,6 +53,11 @@ class _Emitter:
         self.region_vals = {r for o in info.op.region.ops for r in o.results}
         self.phase: dict[Value, int] = {}
         self.expr: dict[Value, str] = {}
+        self.invariant: set[Value] = set()   # row-shaped, constant along the row
+
+    def is_row(self, v: Value) -> bool:
+        """Row-shaped and varying along the row (computed in the j loops)."""
+        return self.klass(v) == "row" and v not in self.invariant
 
     def klass(self, v: Value) -> str:
         if v.shape == self.shape:
@@ -101,19 +106,23 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
     for o in region.ops:
         ph = max([em.phase.get(x, 0) for x in o.operands], default=0)
         em.phase[o.result] = ph + 1 if o.name == "reduce" else ph
-    row_ops = [o for o in region.ops if o.name != "reduce" and em.klass(o.result) == "row"]
+    outputs = {v: m for m, v in enumerate(region.outputs)}
+    em.invariant = _row_invariant(em, region.ops, outputs)
+    row_ops = [o for o in region.ops if o.name != "reduce" and em.is_row(o.result)]
     nphases = max([em.phase[o.result] for o in row_ops] +
                   [em.phase.get(o.operands[0], 0) for o in region.ops if o.name == "reduce"],
                   default=0) + 1
-    # Row values read in a later phase than their own (or by a reduce) live in scratch.
+    # Row values read in a later phase than their own (or by a reduce) live
+    # in scratch; loads (broadcasts of buffers) are read again instead.
+    loads = {o.result for o in region.ops
+             if o.name == "broadcast_in_dim" and o.operands[0] not in em.region_vals}
     scratch: list[Value] = []
     for o in region.ops:
         for x in o.operands:
-            if x in em.region_vals and em.klass(x) == "row" and x not in scratch and (
-                    o.name == "reduce" or em.phase[o.result] > em.phase[x]):
+            if x in em.region_vals and em.is_row(x) and x not in scratch and (
+                    o.name == "reduce" or em.phase[o.result] > em.phase[x] and x not in loads):
                 scratch.append(x)
     t_of = {r: r.dtype.ctype for o in region.ops for r in o.results}
-    outputs = {v: m for m, v in enumerate(region.outputs)}
     cost = 0
     body: list[str] = []
     per_row_done: set[Value] = set()
@@ -121,7 +130,7 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
     def operand(x: Value, use_phase: int) -> str:
         if x not in em.region_vals:
             return em.external(x)
-        if em.klass(x) == "row" and em.phase[x] < use_phase:
+        if x in scratch and em.phase[x] < use_phase:
             return f"s{scratch.index(x)}[j]"
         return em.expr[x]
 
@@ -140,7 +149,7 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
         lines = []
         for o in region.ops:
             r = o.result
-            if o.name == "reduce" or em.klass(r) == "row" or r in per_row_done \
+            if o.name == "reduce" or em.is_row(r) or r in per_row_done \
                     or em.phase[r] != ph:
                 continue
             per_row_done.add(r)
@@ -175,6 +184,28 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
     info.cost = cost + 1 + len(region.outputs)
     info.source = _render(info, scratch, body)
     return info
+
+
+def _row_invariant(em: _Emitter, ops: list[Op], outputs: dict) -> set[Value]:
+    """Row-shaped values that are the same for every j (broadcasts of
+    per-row values and elementwise ops of those, e.g. rsqrt(var + eps) after
+    sink_broadcasts): computed once per row instead of per element."""
+    inv: set[Value] = set()
+    reduce_inputs = {o.operands[0] for o in ops if o.name == "reduce"}
+    last = len(em.shape) - 1
+    for o in ops:
+        r = o.result
+        if o.name == "reduce" or em.klass(r) != "row" or r in outputs or r in reduce_inputs:
+            continue
+        if o.name == "broadcast_in_dim":
+            x, bd = o.operands[0], list(o.attrs["broadcast_dimensions"])
+            ok = em.klass(x) != "row" or x in inv if x in em.region_vals else \
+                last not in bd or x.shape[bd.index(last)] == "1"
+        else:
+            ok = all(x in inv for x in o.operands)
+        if ok:
+            inv.add(r)
+    return inv
 
 
 def _row_reduce(o: Op, em: _Emitter, scratch: list[Value]) -> list[str]:

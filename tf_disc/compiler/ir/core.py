@@ -76,6 +76,9 @@ class Func:
     rets: list[Value]
     # Per arg: None, or the constant value (flattened list) the caller gave.
     attrs: dict = dataclasses.field(default_factory=dict)
+    # A speculated function (passes/speculate.py): the unspecialized version,
+    # run when the guard in attrs["speculated"] fails at run time.
+    general: "Func | None" = None
 
     def walk(self) -> Iterator[Op]:
         """All ops, including those inside fusion regions (pre-order)."""

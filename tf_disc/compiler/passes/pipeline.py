@@ -2,6 +2,7 @@
 dumped (ir_<NN>_<pass>.mlir) after every step."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from typing import Callable
@@ -16,6 +17,7 @@ from .dce import dce
 from .fusion import fuse
 from .outputs import materialize_outputs
 from .sink_broadcasts import sink_broadcasts
+from .speculate import speculate
 from .stitch import stitch
 
 log = logging.getLogger("blade_disc_tf.compiler")
@@ -37,6 +39,18 @@ PIPELINE: list[tuple[str, Pass]] = [
 
 def run_pipeline(func: Func, dump_dir: str | None = None,
                  passes: list[tuple[str, Pass]] | None = None) -> Func:
+    """The pipeline on func and, where broadcasts are unresolved, on its
+    speculated copy (passes/speculate.py), which then carries the general
+    version; dumps of the copy go to dump_dir/speculated."""
+    general = _run(func, dump_dir, passes)
+    spec = speculate(verify(func)) if passes is None else None
+    if spec is None:
+        return general
+    sub = os.path.join(dump_dir, "speculated") if dump_dir else None
+    return dataclasses.replace(_run(spec[0], sub, passes), general=general)
+
+
+def _run(func: Func, dump_dir: str | None, passes: list[tuple[str, Pass]] | None) -> Func:
     """Run passes in order; verify after each; dump when dump_dir is set."""
     def dump(i: int, name: str, f: Func) -> None:
         if dump_dir:
