@@ -14,6 +14,7 @@ from .buffers import assign_buffers
 from .canonicalize import canonicalize
 from .cse import cse
 from .dce import dce
+from .fold_transpose import fold_transposes
 from .fusion import fuse
 from .outputs import materialize_outputs
 from .sink_broadcasts import sink_broadcasts
@@ -30,6 +31,8 @@ PIPELINE: list[tuple[str, Pass]] = [
     ("dce", dce),
     ("sink_broadcasts", sink_broadcasts),
     ("canonicalize_2", canonicalize),
+    ("fold_transposes", fold_transposes),
+    ("dce_2", dce),
     ("materialize_outputs", materialize_outputs),
     ("stitch", stitch),
     ("fuse", fuse),
