@@ -67,79 +67,66 @@ def test_tf1_session_16_threads(disc):
     assert counter(stats, "fallbacks") == 0, reasons(stats)
 
 
-def test_one_inter_op_thread_no_deadlock(tmp_path):
-    code = f"""
-    import threading
-    import numpy as np
-    import tensorflow as tf
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    import blade_disc_tf as disc
-    disc.enable(cache_dir={str(tmp_path / 'cache')!r}, min_cluster_size=1)
-    f = tf.function(lambda x: tf.tanh(x) * x + tf.abs(x),
-                    input_signature=[tf.TensorSpec(None, tf.float32)])
-    errors = []
-    def worker(i):
-        rng = np.random.default_rng(i)
-        try:
-            for j in range(8):
-                x = rng.standard_normal((i % 3 + 1,) * (1 + (i + j) % 2)).astype(np.float32)
-                np.testing.assert_allclose(f(x).numpy(), np.tanh(x) * x + np.abs(x), rtol=1e-5)
-        except Exception as e:
-            errors.append(e)
-    ts = [threading.Thread(target=worker, args=(i,)) for i in range({THREADS})]
-    [t.start() for t in ts]
-    [t.join() for t in ts]
-    assert not errors, errors
-    s = disc.stats()
-    print("compiles", sum(c["compiles"] for c in s["clusters"].values()))
-    """
-    proc = run_python(code, timeout=120)
+_SUBPROCESS = """
+import json, threading
+import numpy as np
+import tensorflow as tf
+{setup}
+import blade_disc_tf as disc
+disc.enable(cache_dir={cache!r}, min_cluster_size=1)
+{build}
+errors = []
+def worker(i):
+    rng = np.random.default_rng(i)
+    try:
+        for j in range(8):
+            a = rng.standard_normal((i % 4,) * (1 + (i + j) % {ranks})).astype(np.float32)
+            np.testing.assert_allclose(call(a), np.tanh(a) * a + np.abs(a), rtol=1e-5, atol=1e-6)
+    except Exception as e:
+        errors.append(e)
+ts = [threading.Thread(target=worker, args=(i,)) for i in range({threads})]
+[t.start() for t in ts]
+[t.join() for t in ts]
+assert not errors, errors
+print(json.dumps(disc.stats()["clusters"]))
+"""
+
+
+def _threads_in_subprocess(tmp_path, setup: str, build: str, ranks: int) -> dict:
+    """16 threads calling `call(a)` (defined by `build`) in a fresh process;
+    returns the cluster stats."""
+    import json
+    proc = run_python(_SUBPROCESS.format(setup=setup, build=build, ranks=ranks,
+                                         threads=THREADS, cache=str(tmp_path / "cache")),
+                      timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "compiles 2" in proc.stdout, proc.stdout
+    clusters = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert clusters, proc.stdout
+    for c in clusters.values():   # one compile per (cluster, rank) key, no fallback
+        assert c["compiles"] == len(c["keys"]) == ranks and c["fallbacks"] == 0, clusters
+    return clusters
+
+
+def test_one_inter_op_thread_no_deadlock(tmp_path):
+    _threads_in_subprocess(tmp_path, setup="""
+tf.config.threading.set_inter_op_parallelism_threads(1)
+tf.config.threading.set_intra_op_parallelism_threads(1)""", build="""
+f = tf.function(lambda x: tf.tanh(x) * x + tf.abs(x),
+                input_signature=[tf.TensorSpec(None, tf.float32)])
+call = lambda a: f(a).numpy()""", ranks=2)
 
 
 def test_tf1_session_one_inter_op_thread_no_deadlock(tmp_path):
     # The session's own pool has one thread: the compile must not need it.
-    code = f"""
-    import threading
-    import numpy as np
-    import tensorflow as tf
-    import blade_disc_tf as disc
-    disc.enable(cache_dir={str(tmp_path / 'cache')!r}, min_cluster_size=1)
-    tf.compat.v1.disable_eager_execution()
-    x = tf.compat.v1.placeholder(tf.float32, shape=None)
-    y = tf.tanh(x) * x + tf.abs(x)
-    config = disc.session_config(min_cluster_size=1)
-    config.inter_op_parallelism_threads = 1
-    config.intra_op_parallelism_threads = 1
-    config.use_per_session_threads = True
-    sess = tf.compat.v1.Session(config=config)
-    errors = []
-    def worker(i):
-        rng = np.random.default_rng(i)
-        try:
-            for j in range(8):
-                a = rng.standard_normal((i % 4,) * (1 + (i + j) % 3)).astype(np.float32)
-                np.testing.assert_allclose(sess.run(y, {{x: a}}), np.tanh(a) * a + np.abs(a),
-                                           rtol=1e-5, atol=1e-6)
-        except Exception as e:
-            errors.append(e)
-    ts = [threading.Thread(target=worker, args=(i,)) for i in range({THREADS})]
-    [t.start() for t in ts]
-    [t.join() for t in ts]
-    assert not errors, errors
-    s = disc.stats()
-    import json
-    print(json.dumps(s["clusters"]))
-    """
-    proc = run_python(code, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    import json
-    clusters = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert clusters, proc.stdout
-    for c in clusters.values():   # one compile per (cluster, rank) key, no fallback
-        assert c["compiles"] == len(c["keys"]) == 3 and c["fallbacks"] == 0, clusters
+    _threads_in_subprocess(tmp_path, setup="tf.compat.v1.disable_eager_execution()", build="""
+x = tf.compat.v1.placeholder(tf.float32, shape=None)
+y = tf.tanh(x) * x + tf.abs(x)
+config = disc.session_config(min_cluster_size=1)
+config.inter_op_parallelism_threads = 1
+config.intra_op_parallelism_threads = 1
+config.use_per_session_threads = True
+sess = tf.compat.v1.Session(config=config)
+call = lambda a: sess.run(y, {x: a})""", ranks=3)
 
 
 def _rss_kb():
