@@ -6,12 +6,15 @@ largest difference, the op types TF executed and blade_disc_tf's stats."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.eager import context
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from graph_inspection import tf2_executed_ops  # noqa: E402
 
 SHAPES = [(3, 5), (7, 5), (1, 9), (0, 4), (16, 33)]
 
@@ -32,21 +35,6 @@ def make_step(strategy, w):
     return step
 
 
-def executed_ops(call) -> dict:
-    ctx = context.context()
-    ctx.enable_run_metadata()
-    try:
-        call()
-        md = ctx.export_run_metadata()
-    finally:
-        ctx.disable_run_metadata()
-    ops: Counter = Counter()
-    for fg in md.function_graphs:   # the per-device graphs TF ran
-        for g in fg.partition_graphs or [fg.post_optimization_graph]:
-            ops.update(n.op for n in g.node)
-    return dict(ops)
-
-
 def main(n: int, cache_dir: str) -> None:
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * n)
@@ -58,7 +46,7 @@ def main(n: int, cache_dir: str) -> None:
     rng = np.random.default_rng(n)
     xs = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
     step = make_step(strategy, w)
-    ops = executed_ops(lambda: step(xs[0]))
+    ops = Counter(tf2_executed_ops(lambda: step(xs[0])))
     ours = [[t.numpy() for t in step(x)] for x in xs]
     stats = disc.stats()
     disc.disable()
