@@ -48,3 +48,34 @@ def test_exit_during_compile(tmp_path, mode, sleep_s, delay):
     assert "main done" in proc.stdout
     assert time.monotonic() - t0 < 45, "exit waited for the compile"
     assert "Fatal Python error" not in proc.stderr
+
+
+def test_callback_outlives_unregister():
+    # The compile thread may hold the callback pointer when atexit clears it
+    # (or be inside the call): the ctypes thunk must stay valid afterwards.
+    import ctypes
+    import gc
+    import json
+    import weakref
+
+    from blade_disc_tf import _compile_bridge, _library
+    from blade_disc_tf.config import from_environment
+
+    class FakeLibrary:
+        callback = None
+
+        def set_compile_callback(self, cb):
+            self.callback = cb
+
+    lib = FakeLibrary()
+    reg = _compile_bridge.CompilerRegistration(lib, from_environment)
+    alive = weakref.ref(lib.callback)
+    ptr = ctypes.cast(lib.callback, ctypes.c_void_p).value
+    reg.unregister()
+    assert lib.callback is None                     # the C side was told
+    del reg
+    gc.collect()
+    assert alive() is not None, "compile callback freed while C++ may still call it"
+    reply = ctypes.create_string_buffer(4096)
+    rc = _library.COMPILE_CALLBACK(ptr)(b"not json", None, 0, reply, len(reply))
+    assert rc == 0 and json.loads(reply.value)["ok"] is False

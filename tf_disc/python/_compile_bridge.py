@@ -64,16 +64,24 @@ def make_callback(current_options: Callable[[], Options]):
 
 
 class CompilerRegistration:
-    """Keeps the ctypes callback alive while registered and unregisters it at
-    interpreter exit, so the compile thread never calls into a dying Python."""
+    """Registers the ctypes callback and unregisters it at interpreter exit,
+    so the compile thread starts no compile in a dying Python.
+
+    The callback object itself is never freed (one leaked reference): the
+    compile thread may have read the pointer just before it was cleared, or
+    be inside the call, and ctypes reads its thunk again after the Python
+    function returns; freeing it at exit was a use-after-free (SIGSEGV seen
+    under load in the shutdown test, issue 6)."""
 
     def __init__(self, library: "_library.OpLibrary", current_options: Callable[[], Options]):
         self._library = library
         self._callback = make_callback(current_options)
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(self._callback))
         library.set_compile_callback(self._callback)
+        self._registered = True
         atexit.register(self.unregister)
 
     def unregister(self) -> None:
-        if self._callback is not None:
+        if self._registered:
             self._library.set_compile_callback(None)
-            self._callback = None
+            self._registered = False
