@@ -15,7 +15,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from timing import interleaved_medians, print_table  # noqa: E402
+from fusion_micro import measure_rows, print_clusters  # noqa: E402
+from timing import print_table  # noqa: E402
 
 HIDDEN = 768
 
@@ -66,20 +67,10 @@ def main() -> None:
             np.testing.assert_allclose(ours[name](*xs).numpy(), stock[name](*xs).numpy(),
                                        rtol=1e-5, atol=1e-5)
 
-    rows = []
-    for name in CASES:
-        for s, xs in inputs.items():
-            n = args.batch * s * HIDDEN
-            inner = max(1, min(50, int(2e6 // n)))
-            med = interleaved_medians({"tf": lambda: stock[name](*xs),
-                                       "disc": lambda: ours[name](*xs)}, args.repeats, inner)
-            rows.append({"case": name, "shape": f"{args.batch}x{s}x{HIDDEN}",
-                         "stock_tf_us": med["tf"] * 1e6, "disc_us": med["disc"] * 1e6,
-                         "speedup": med["tf"] / med["disc"]})
-    print_table("per-call median, stock TF vs blade_disc_tf (one process, interleaved)", rows)
-    stats = disc.stats()["clusters"]
-    print("\nclusters:", {k: {c: v[c] for c in ("compiles", "fallbacks")} for k, v in stats.items()})
-
+    print_table("per-call median, stock TF vs blade_disc_tf (one process, interleaved)",
+                measure_rows({"tf": stock, "disc": ours}, list(CASES), inputs, args.batch,
+                             args.repeats))
+    print_clusters(disc)
 
 if __name__ == "__main__":
     main()

@@ -61,6 +61,21 @@ def test_static_conflict_or_nothing_to_merge_is_not_speculated():
     assert speculate(parse_func(conflict)) is None
 
 
+def test_copy_dropped_when_it_saves_no_kernel():
+    bias_add = """func @f(%arg0: f32[s0,s1], %arg1: f32[s2]) {
+  assert_broadcastable() {"lhs": ["s0","s1"],"msg": "m","node": "add","op": "AddV2","rhs": ["s2"]}
+  %v0 = broadcast_in_dim(%arg0) {"broadcast_dimensions": [0,1]} : f32[s0,bcast(s1,s2)]
+  %v1 = broadcast_in_dim(%arg1) {"broadcast_dimensions": [1]} : f32[s0,bcast(s1,s2)]
+  %v2 = add(%v0, %v1) : f32[s0,bcast(s1,s2)]
+  %v3 = exponential(%v2) : f32[s0,bcast(s1,s2)]
+  return(%v3)
+}
+"""
+    assert speculate(parse_func(bias_add)) is not None
+    func = run_pipeline(parse_func(bias_add))   # one loop kernel either way
+    assert func.general is None and "speculated" not in func.attrs
+
+
 F = tf.float32
 rng = np.random.default_rng(3)
 

@@ -20,7 +20,6 @@ from .prelude import ERROR_MESSAGES
 from .reduce import _combine, _init
 from .kernel import _scalar_const
 
-LANES = 8
 # err code for a failed scratch allocation (the others are prelude.py's).
 OOM_ERROR = 100
 
@@ -208,29 +207,39 @@ def _row_invariant(em: _Emitter, ops: list[Op], outputs: dict) -> set[Value]:
     return inv
 
 
+def _lane_combine(kind: str, acc: str, v: str) -> str:
+    """reduce.py's combine, branch-free where it has a branch (so the lane
+    loop vectorizes: a conditional store to acc[u] does not)."""
+    if kind == "max_ignore_nan":   # NaN never wins (Eigen's MaxReducer)
+        return f"{acc} = {v} > {acc} ? {v} : {acc};"
+    return _combine(kind, acc, v)
+
+
 def _row_reduce(o: Op, em: _Emitter, scratch: list[Value]) -> list[str]:
-    """Reduction of one row into the per-row value o.result, LANES wide."""
+    """Reduction of one row into the per-row value o.result: independent
+    accumulators, one vector register wide (64 bytes), combined at the end."""
     x, r = o.operands[0], o.result
     kind, t = o.attrs["kind"], x.dtype.ctype
     at = "double" if (t == "float" and kind in ("sum", "prod")) else t
+    lanes = 8 if at in ("double", "int64_t") else 16
     if x in em.region_vals:
         src = f"s{scratch.index(x)}"
     else:
         src = f"(c.p{em.buf(x)} + row)"
     em.expr[r] = r.name
-    lines = [f"{at} a_{r.name}[{LANES}];",
-             f"for (int u = 0; u < {LANES}; ++u) a_{r.name}[u] = {_init(kind, at)};",
-             "{",
-             "  int64_t j = 0;",
-             f"  for (; j + {LANES} <= R; j += {LANES})",
-             f"    for (int u = 0; u < {LANES}; ++u) "
-             f"{{ {_combine(kind, f'a_{r.name}[u]', f'{at}({src}[j + u])')} }}",
-             f"  for (; j < R; ++j) {{ {_combine(kind, f'a_{r.name}[0]', f'{at}({src}[j])')} }}",
-             f"  for (int u = 1; u < {LANES}; ++u) "
-             f"{{ {_combine(kind, f'a_{r.name}[0]', f'a_{r.name}[u]')} }}",
-             "}",
-             f"const {r.dtype.ctype} {r.name} = {r.dtype.ctype}(a_{r.name}[0]);"]
-    return lines
+    a = f"a_{r.name}"
+    return [f"{at} {a}[{lanes}];",
+            f"for (int u = 0; u < {lanes}; ++u) {a}[u] = {_init(kind, at)};",
+            "{",
+            "  int64_t j = 0;",
+            f"  for (; j + {lanes} <= R; j += {lanes})",
+            f"    for (int u = 0; u < {lanes}; ++u) "
+            f"{{ {_lane_combine(kind, f'{a}[u]', f'{at}({src}[j + u])')} }}",
+            f"  for (; j < R; ++j) {{ {_lane_combine(kind, f'{a}[0]', f'{at}({src}[j])')} }}",
+            f"  for (int u = 1; u < {lanes}; ++u) "
+            f"{{ {_lane_combine(kind, f'{a}[0]', f'{a}[u]')} }}",
+            "}",
+            f"const {r.dtype.ctype} {r.name} = {r.dtype.ctype}({a}[0]);"]
 
 
 def emit_stitch_launch(op: Op, info: StitchInfo, dn, ptr: dict[Value, str]) -> list[str]:
@@ -303,6 +312,16 @@ def _render(info: StitchInfo, scratch: list[Value], body: list[str]) -> str:
             lines.append(f"    int64_t b{k} = 0;")
             if n > 1:
                 lines.append(f"    for (int d = 0; d < {n - 1}; ++d) b{k} += idx[d] * c.st{k}[d];")
+    runtime = [k for k, ld in enumerate(info.loads) if ld.inner == "runtime"]
+    if runtime:
+        # loads whose last dim may broadcast: stride 1 (vectorizable copy of
+        # the body) unless this call really broadcasts them (stride 0)
+        unit = " && ".join(f"c.sj{k} == 1" for k in runtime)
+        fast = list(body)
+        for k in runtime:
+            fast = [x.replace(f" + j * c.sj{k}]", " + j]") for x in fast]
+        body = [f"if ({unit}) {{", *["  " + x for x in fast], "} else {",
+                *["  " + x for x in body], "}"]
     lines += ["    (void)row;", *["    " + s for s in body], "  }"]
     if scratch:
         lines.append("  std::free(mem);")

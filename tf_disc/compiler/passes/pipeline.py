@@ -8,6 +8,7 @@ import os
 from typing import Callable
 
 from ..ir.core import Func
+from ..ir.opset import spec
 from ..ir.printer import print_func
 from ..ir.verifier import verify
 from .buffers import assign_buffers
@@ -43,14 +44,24 @@ PIPELINE: list[tuple[str, Pass]] = [
 def run_pipeline(func: Func, dump_dir: str | None = None,
                  passes: list[tuple[str, Pass]] | None = None) -> Func:
     """The pipeline on func and, where broadcasts are unresolved, on its
-    speculated copy (passes/speculate.py), which then carries the general
-    version; dumps of the copy go to dump_dir/speculated."""
+    speculated copy (passes/speculate.py), which is kept (carrying the
+    general version) when it needs fewer kernels: else it would only double
+    the C++ to compile.  Dumps of the copy go to dump_dir/speculated."""
     general = _run(func, dump_dir, passes)
-    spec = speculate(verify(func)) if passes is None else None
-    if spec is None:
+    copy = speculate(verify(func)) if passes is None else None
+    if copy is None:
         return general
     sub = os.path.join(dump_dir, "speculated") if dump_dir else None
-    return dataclasses.replace(_run(spec[0], sub, passes), general=general)
+    fast = _run(copy[0], sub, passes)
+    if _launches(fast) >= _launches(general):
+        log.debug("speculation: no kernel saved, general version only")
+        return general
+    return dataclasses.replace(fast, general=general)
+
+
+def _launches(func: Func) -> int:
+    """Kernels and library calls (each one a pass over memory)."""
+    return sum(spec(op.name).kind in ("fusion", "library") for op in func.ops)
 
 
 def _run(func: Func, dump_dir: str | None, passes: list[tuple[str, Pass]] | None) -> Func:
