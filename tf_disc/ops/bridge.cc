@@ -6,6 +6,7 @@
 
 #include "tensorflow/core/platform/logging.h"
 #include "tf_disc/grappler/support_table.h"
+#include "tf_disc/ops/cluster_functions.h"
 #include "tf_disc/ops/compile_service.h"
 #include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/options.h"
@@ -45,6 +46,15 @@ int64_t DiscGetStats(char* buf, int64_t cap) {
     buf[n] = '\0';
   }
   return static_cast<int64_t>(s.size());
+}
+
+int64_t DiscGetClusterFunction(const char* name, char* buf, int64_t cap) {
+  std::string fdef;
+  if (name == nullptr || !tf_disc::LookupClusterFunction(name, &fdef)) return -1;
+  if (buf != nullptr && cap > 0) {
+    memcpy(buf, fdef.data(), std::min<size_t>(fdef.size(), static_cast<size_t>(cap)));
+  }
+  return static_cast<int64_t>(fdef.size());
 }
 
 void DiscResetStats(void) { tf_disc::ResetStats(); }

@@ -71,6 +71,13 @@ int32_t DiscSetOptions(const char* json);
  *    "optimizer": {"graphs_seen": n, "clusters_created": n}} */
 int64_t DiscGetStats(char* buf, int64_t cap);
 
+/* Copies the FunctionDef of cluster `name`, exactly as DiscOptimizer built
+ * it in this process (deterministic serialization, before Grappler optimizes
+ * library functions further), into buf (truncated to cap) and returns its
+ * full size, or -1 when this process built no such cluster.  The SavedModel
+ * converter compiles these bodies ahead of time, as DiscLaunch would. */
+int64_t DiscGetClusterFunction(const char* name, char* buf, int64_t cap);
+
 /* Zeroes every counter (compiled executables stay cached). */
 void DiscResetStats(void);
 

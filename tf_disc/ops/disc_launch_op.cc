@@ -12,6 +12,7 @@
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/platform/logging.h"
 #include "tf_disc/ops/cluster_functions.h"
+#include "tf_disc/ops/embedded.h"
 #include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/fallback.h"
 #include "tf_disc/ops/json.h"
@@ -33,15 +34,31 @@ REGISTER_OP("DiscLaunch")
     .Attr("Tresults: list(type) >= 0")
     .Attr("f: func")
     .Attr("const_args: list(int) = []")
+    // Compiled ahead of time by blade_disc_tf.convert_saved_model, one entry
+    // per cache key (format: tf_disc/ops/embedded.h).
+    .Attr("executables: list(string) = []")
+    // Static output shapes, when the converter inferred them from `f`
+    // (empty: unknown), so shape inference sees through converted graphs.
+    .Attr("output_shapes: list(shape) = []")
     // Stateful: Grappler must not constant-fold it (that would compile and run
     // it inside the optimizer), nor dedupe or prune it.
     .SetIsStateful()
     .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
-      for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, c->UnknownShape());
+      std::vector<tensorflow::PartialTensorShape> shapes;
+      if (!c->GetAttr("output_shapes", &shapes).ok() ||
+          static_cast<int>(shapes.size()) != c->num_outputs()) {
+        shapes.assign(c->num_outputs(), tensorflow::PartialTensorShape());
+      }
+      for (int i = 0; i < c->num_outputs(); ++i) {
+        tensorflow::shape_inference::ShapeHandle h;
+        TF_RETURN_IF_ERROR(c->MakeShapeFromPartialTensorShape(shapes[i], &h));
+        c->set_output(i, h);
+      }
       return absl::OkStatus();
     })
     .Doc("Runs cluster function `f` through a compiled executable specialized "
-         "on input ranks and the values of `const_args`; falls back to `f`.");
+         "on input ranks and the values of `const_args`; falls back to `f`. "
+         "`executables` holds executables compiled ahead of time, by key.");
 
 namespace {
 
@@ -51,7 +68,12 @@ class DiscLaunchOp : public AsyncOpKernel {
     tensorflow::NameAttrList f;
     OP_REQUIRES_OK(ctx, ctx->GetAttr("f", &f));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("const_args", &const_args_));
+    std::vector<std::string> blobs;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("executables", &blobs));
     function_ = f.name();
+    if (!blobs.empty()) {
+      embedded_ = std::make_unique<EmbeddedExecutables>(function_, blobs);
+    }
     fallback_ = std::make_unique<FunctionFallback>(std::move(f));
     stats_ = GetFunctionStats(function_);
   }
@@ -65,6 +87,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       return;
     }
     stats_->RecordRun(key);
+    if (embedded_ != nullptr && RunEmbedded(ctx, key, &done)) return;
     Options options = GetOptions();
     LookupParams params{&function_, &key, stats_, options.async_compile,
                         options.compile_timeout_s};
@@ -91,6 +114,24 @@ class DiscLaunchOp : public AsyncOpKernel {
   }
 
  private:
+  // Runs the executable embedded for `key` (or, when it was refused, the
+  // original function).  False when nothing is embedded for `key`: the
+  // caller then compiles as usual and *done is untouched.
+  bool RunEmbedded(OpKernelContext* ctx, const std::string& key,
+                   DoneCallback* done) {
+    std::shared_ptr<const Executable> exe;
+    std::string reason;
+    if (!embedded_->Find(key, &exe, &reason)) return false;
+    if (!exe) {
+      Fallback(ctx, std::move(*done), reason);
+      return true;
+    }
+    stats_->RecordCacheHit();
+    RunExecutable(ctx, *exe);
+    (*done)();
+    return true;
+  }
+
   void Continue(OpKernelContext* ctx, DoneCallback done, const CacheOutcome& o) {
     if (!o.exe) {
       Fallback(ctx, std::move(done), o.fallback_reason);
@@ -213,6 +254,7 @@ class DiscLaunchOp : public AsyncOpKernel {
   std::string function_;
   std::vector<int64_t> const_args_;
   std::unique_ptr<FunctionFallback> fallback_;
+  std::unique_ptr<EmbeddedExecutables> embedded_;  // null: none embedded
   FunctionStats* stats_ = nullptr;
 };
 

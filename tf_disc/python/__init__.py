@@ -25,10 +25,12 @@ from .api import (  # noqa: E402
     stats,
 )
 from .config import Options  # noqa: E402
+from .convert import convert_saved_model  # noqa: E402
 from .explain import explain  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [
     "Options", "clear_executable_cache", "disable", "enable", "explain", "is_enabled", "load_ops",
     "options", "reset_stats", "session_config", "set_options", "stats",
+    "convert_saved_model",
 ]

@@ -1,6 +1,14 @@
 #include "tf_disc/runtime/loader.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
 
 namespace tf_disc {
 
@@ -38,6 +46,58 @@ std::shared_ptr<const Executable> LoadExecutable(const std::string& path,
   exe->path = path;
   exe->handle = handle;
   exe->entry = entry;
+  return exe;
+}
+
+namespace {
+
+std::string ErrnoText(const char* what, const std::string& path) {
+  return std::string(what) + " " + path + ": " + strerror(errno);
+}
+
+bool WriteNewFile(const std::string& path, const std::string& bytes,
+                  std::string* error) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0500);
+  if (fd < 0) {
+    *error = ErrnoText("cannot create", path);
+    return false;
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = ErrnoText("cannot write", path);
+      close(fd);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) {
+    *error = ErrnoText("cannot close", path);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<const Executable> LoadExecutableFromBytes(
+    const std::string& bytes, const std::string& name, std::string* error) {
+  const char* tmp = getenv("TMPDIR");
+  std::string base = (tmp != nullptr && tmp[0] == '/') ? tmp : "/tmp";
+  std::string templ = base + "/blade_disc_tf_embedded_XXXXXX";
+  std::vector<char> dir(templ.begin(), templ.end());
+  dir.push_back('\0');
+  if (mkdtemp(dir.data()) == nullptr) {  // mkdtemp creates the dir 0700
+    *error = ErrnoText("cannot create a private directory", templ);
+    return nullptr;
+  }
+  std::string file = std::string(dir.data()) + "/" + name + ".so";
+  std::shared_ptr<const Executable> exe;
+  if (WriteNewFile(file, bytes, error)) exe = LoadExecutable(file, error);
+  unlink(file.c_str());
+  rmdir(dir.data());
   return exe;
 }
 

@@ -23,6 +23,15 @@ struct Executable {
 std::shared_ptr<const Executable> LoadExecutable(const std::string& path,
                                                  std::string* error);
 
+// Loads library bytes held in memory (an executable embedded in a converted
+// SavedModel): writes them as a new file (O_EXCL, mode 0500) in a fresh
+// private 0700 directory under $TMPDIR (or /tmp), dlopens it through
+// LoadExecutable, then unlinks the file and the directory (the mapping stays),
+// so no loaded file is ever overwritten or left behind.  `name` (a hash)
+// names the file in logs and dladdr.
+std::shared_ptr<const Executable> LoadExecutableFromBytes(
+    const std::string& bytes, const std::string& name, std::string* error);
+
 }  // namespace tf_disc
 
 #endif  // TF_DISC_RUNTIME_LOADER_H_

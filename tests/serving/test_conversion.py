@@ -1,0 +1,177 @@
+"""SavedModel conversion: clusters compiled ahead of time and embedded, served
+in a fresh process without the compiler (zero compiles, outputs equal to the
+original for many shapes), reconversion, and embedded executables refused
+when corrupted or built for a CPU this one is not."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from serving_fixtures import MODELS, convert, run_fresh, serving_base  # noqa: F401
+
+TOL = 1e-4
+
+
+def _launches(saved_model_dir: str) -> list:
+    """Every DiscLaunch NodeDef of a SavedModel (graphs and functions)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
+        proto.ParseFromString(f.read())
+    nodes = []
+    for meta in proto.meta_graphs:
+        nodes += [n for n in meta.graph_def.node if n.op == "DiscLaunch"]
+        for func in meta.graph_def.library.function:
+            nodes += [n for n in func.node_def if n.op == "DiscLaunch"]
+    return nodes
+
+
+def _rewrite_entries(src: str, dst: str, change) -> None:
+    """Copies a SavedModel, passing every embedded executable through change()."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    shutil.copytree(src, dst)
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(dst, "saved_model.pb"), "rb") as f:
+        proto.ParseFromString(f.read())
+    for meta in proto.meta_graphs:
+        for node in meta.graph_def.node:
+            entries = node.attr["executables"].list.s if node.op == "DiscLaunch" else []
+            changed = [change(e) for e in entries]
+            del entries[:]
+            entries.extend(changed)
+    with open(os.path.join(dst, "saved_model.pb"), "wb") as f:
+        f.write(proto.SerializeToString())
+
+
+def _max_error(result: dict) -> float:
+    return max(max(e.values()) for e in result["errors"])
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_clusters_compiled_and_embedded(name, serving_base):
+    m = convert(name, serving_base)
+    s = m.summary
+    assert s.format == m.format and s.clusters
+    # The CNN's convolutions may stay in TF; everything else is compiled.
+    assert s.compiled == len(s.clusters) if name != "cnn" else s.compiled >= 1
+    assert s.ops_covered > 0 and s.compile_seconds > 0
+    from blade_disc_tf._embed import decode_entry
+
+    entries = [decode_entry(e) for n in _launches(m.converted)
+               for e in n.attr["executables"].list.s]
+    assert len(entries) == s.compiled
+    assert all(e["size"] == len(e["library"]) > 0 and e["cpu_features"] for e in entries)
+
+
+@pytest.mark.parametrize("name", ["bert", "cnn"])
+def test_tf2_signatures_unchanged(name, serving_base):
+    import tensorflow as tf
+
+    m = convert(name, serving_base)
+    before, after = tf.saved_model.load(m.original), tf.saved_model.load(m.converted)
+    assert sorted(before.signatures) == sorted(after.signatures)
+    for key in before.signatures:
+        a, b = before.signatures[key], after.signatures[key]
+        assert a.structured_input_signature == b.structured_input_signature
+        assert a.structured_outputs == b.structured_outputs
+
+
+def test_tf1_signatures_and_variables_unchanged(serving_base):
+    import tensorflow as tf
+
+    m = convert("tf1", serving_base)
+    metas = []
+    for path in (m.original, m.converted):
+        with tf.compat.v1.Session(graph=tf.Graph()) as sess:
+            meta = tf.compat.v1.saved_model.load(sess, ["serve"], path)
+            values = sess.run({v.name: v for v in tf.compat.v1.global_variables()})
+            metas.append((meta.signature_def, values))
+    assert metas[0][0] == metas[1][0]
+    assert sorted(metas[0][1]) == sorted(metas[1][1])
+    for name, value in metas[0][1].items():
+        assert (value == metas[1][1][name]).all()
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_fresh_process_serves_without_compiler(name, serving_base):
+    m = convert(name, serving_base)
+    result, _ = run_fresh(m, m.converted, serving_base)
+    assert not result["compiler_imported"]
+    assert result["compiles"] == 0
+    assert result["fallback_reasons"] == {}
+    assert result["runs"] > 0 and result["cache_hits"] == result["runs"]
+    assert _max_error(result) < TOL
+
+
+def test_reconversion_does_not_cluster_again(serving_base, tmp_path):
+    import blade_disc_tf as disc
+
+    for name in ("tf1", "cnn"):
+        m = convert(name, serving_base)
+        again = str(tmp_path / name)
+        summary = disc.convert_saved_model(m.converted, again, cache_dir=m.cache_dir)
+        assert summary.clusters == []
+        first, second = _launches(m.converted), _launches(again)
+        assert len(second) == len(first)
+        # Loading a TF2 SavedModel renames functions (a prefix and a suffix).
+        bodies = [sorted(re.search(r"disc_cluster_[0-9a-f]+", n.attr["f"].func.name).group()
+                         for n in launches) for launches in (first, second)]
+        assert bodies[0] == bodies[1]
+        assert sorted(len(n.attr["executables"].list.s) for n in second) == \
+            sorted(len(n.attr["executables"].list.s) for n in first)
+
+
+def test_corrupted_executable_refused_with_fallback(serving_base, tmp_path):
+    m = convert("tf1", serving_base)
+    bad = str(tmp_path / "corrupt")
+
+    def flip_last_byte(entry: bytes) -> bytes:
+        return entry[:-1] + bytes([entry[-1] ^ 0xFF])
+
+    _rewrite_entries(m.converted, bad, flip_last_byte)
+    result, stderr = run_fresh(m, bad, serving_base)
+    assert list(result["fallback_reasons"]) == ["embedded executable sha256 mismatch"]
+    assert result["compiles"] == 0 and result["cache_hits"] == 0
+    assert stderr.count("refusing the embedded executable") == 1
+    assert _max_error(result) < TOL
+
+
+def test_missing_cpu_feature_falls_back(serving_base, tmp_path):
+    from blade_disc_tf._embed import decode_entry, encode_entry
+
+    m = convert("tf1", serving_base)
+    other_cpu = str(tmp_path / "other_cpu")
+
+    def needs_absent_feature(entry: bytes) -> bytes:
+        e = decode_entry(entry)
+        return encode_entry(e["key"], e["library"], tuple(e["cpu_features"]) + ("disc_absent",))
+
+    _rewrite_entries(m.converted, other_cpu, needs_absent_feature)
+    result, stderr = run_fresh(m, other_cpu, serving_base)
+    assert list(result["fallback_reasons"]) == ["embedded executable needs CPU features disc_absent"]
+    assert stderr.count("needs CPU features this machine lacks (disc_absent)") == 1
+    assert _max_error(result) < TOL
+
+
+def test_cli(serving_base, tmp_path):
+    m = convert("tf1", serving_base)
+    cli = [sys.executable, "-m", "blade_disc_tf", "convert"]
+    help_text = subprocess.run(cli + ["--help"], capture_output=True, text=True, check=True).stdout
+    assert "SRC" in help_text and "DST" in help_text
+    out = subprocess.run(cli + [m.original, str(tmp_path / "cli"), "--cache-dir", m.cache_dir],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert any(ln.startswith("signatures serve:") and "1 cluster(s)" in ln for ln in lines)
+    assert any(ln.strip().startswith("cluster ") and "compiled" in ln for ln in lines)
+    assert any(ln.startswith("tf1 SavedModel: 1 cluster(s), 1 compiled") for ln in lines)
+    missing = subprocess.run(cli + [str(tmp_path / "nope"), str(tmp_path / "x")],
+                             capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 1 and "error:" in missing.stderr

@@ -1,0 +1,170 @@
+#include "tf_disc/ops/embedded.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "tensorflow/core/platform/logging.h"
+#include "tf_disc/ops/sha256.h"
+
+namespace tf_disc {
+namespace {
+
+constexpr char kMagic[] = "DISCEXE1";
+
+// Splits off the next '\n'-terminated line of `blob` at *pos.
+bool NextLine(const std::string& blob, size_t* pos, std::string* line) {
+  size_t end = blob.find('\n', *pos);
+  if (end == std::string::npos) return false;
+  *line = blob.substr(*pos, end - *pos);
+  *pos = end + 1;
+  return true;
+}
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// This machine's CPU flags from /proc/cpuinfo (read once).
+const std::set<std::string>* CpuFlags() {
+  static const std::set<std::string>* flags = [] {
+    auto* set = new std::set<std::string>;
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      // x86: "flags : ...", aarch64: "Features : ...".
+      if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
+      size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::stringstream words(line.substr(colon + 1));
+      std::string w;
+      while (words >> w) set->insert(w);
+      break;
+    }
+    return set;
+  }();
+  return flags;
+}
+
+// Process-wide: one dlopen per distinct library, shared by every node and
+// function runtime that embeds it.
+std::shared_ptr<const Executable> LoadShared(const EmbeddedEntry& e,
+                                             std::string* error) {
+  static std::mutex* mu = new std::mutex;
+  static auto* loaded =
+      new std::unordered_map<std::string, std::shared_ptr<const Executable>>;
+  std::lock_guard<std::mutex> lock(*mu);
+  auto it = loaded->find(e.sha256);
+  if (it != loaded->end()) return it->second;
+  std::shared_ptr<const Executable> exe =
+      LoadExecutableFromBytes(e.bytes, e.sha256.substr(0, 32), error);
+  if (exe) loaded->emplace(e.sha256, exe);
+  return exe;
+}
+
+}  // namespace
+
+bool ParseEmbeddedEntry(const std::string& blob, EmbeddedEntry* entry,
+                        std::string* error) {
+  size_t pos = 0;
+  std::string magic, features, size_text;
+  if (!NextLine(blob, &pos, &magic) || magic != kMagic) {
+    *error = "not an embedded executable (bad magic)";
+    return false;
+  }
+  if (!NextLine(blob, &pos, &entry->key) ||
+      !NextLine(blob, &pos, &entry->sha256) ||
+      !NextLine(blob, &pos, &features) || !NextLine(blob, &pos, &size_text)) {
+    *error = "truncated embedded executable header";
+    return false;
+  }
+  char* end = nullptr;
+  unsigned long long size = strtoull(size_text.c_str(), &end, 10);
+  if (size_text.empty() || *end != '\0' || size != blob.size() - pos) {
+    *error = "embedded executable size " + size_text + " does not match its " +
+             std::to_string(blob.size() - pos) + " bytes";
+    return false;
+  }
+  if (entry->sha256.size() != 64) {
+    *error = "embedded executable has a malformed sha256";
+    return false;
+  }
+  entry->cpu_features = SplitCommas(features);
+  entry->bytes = blob.substr(pos);
+  return true;
+}
+
+std::vector<std::string> MissingCpuFeatures(
+    const std::vector<std::string>& required) {
+  const std::set<std::string>* have = CpuFlags();
+  std::vector<std::string> missing;
+  for (const std::string& f : required) {
+    if (!have->count(f)) missing.push_back(f);
+  }
+  return missing;
+}
+
+EmbeddedExecutables::EmbeddedExecutables(const std::string& function,
+                                         const std::vector<std::string>& blobs)
+    : function_(function) {
+  for (const std::string& blob : blobs) {
+    Slot slot;
+    std::string error;
+    if (!ParseEmbeddedEntry(blob, &slot.entry, &error)) {
+      LOG(ERROR) << "DiscLaunch: " << function_
+                 << ": ignoring an embedded executable: " << error;
+      continue;
+    }
+    std::string key = slot.entry.key;
+    entries_.emplace(std::move(key), std::move(slot));
+  }
+}
+
+bool EmbeddedExecutables::Find(const std::string& key,
+                               std::shared_ptr<const Executable>* exe,
+                               std::string* reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return false;
+  Slot& s = it->second;
+  if (!s.tried) {
+    s.tried = true;
+    const EmbeddedEntry& e = s.entry;
+    std::vector<std::string> missing = MissingCpuFeatures(e.cpu_features);
+    if (Sha256Hex(e.bytes) != e.sha256) {
+      s.reason = "embedded executable sha256 mismatch";
+      LOG(ERROR) << "DiscLaunch: " << function_ << ": refusing the embedded "
+                 << "executable for key " << key << ": its bytes do not match "
+                 << "the recorded sha256 " << e.sha256
+                 << " (running the original function instead)";
+    } else if (!missing.empty()) {
+      std::string list;
+      for (const std::string& f : missing) list += (list.empty() ? "" : ",") + f;
+      s.reason = "embedded executable needs CPU features " + list;
+      LOG(WARNING) << "DiscLaunch: " << function_ << ": the embedded executable "
+                   << "for key " << key << " needs CPU features this machine "
+                   << "lacks (" << list << "); running the original function";
+    } else {
+      std::string error;
+      s.exe = LoadShared(e, &error);
+      if (!s.exe) {
+        s.reason = "embedded executable load failed: " + error;
+        LOG(ERROR) << "DiscLaunch: " << function_ << ": " << s.reason;
+      }
+    }
+    s.entry.bytes.clear();  // loaded or refused: the bytes are not needed again
+    s.entry.bytes.shrink_to_fit();
+  }
+  *exe = s.exe;
+  *reason = s.reason;
+  return true;
+}
+
+}  // namespace tf_disc
