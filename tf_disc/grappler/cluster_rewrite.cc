@@ -157,9 +157,10 @@ tensorflow::GraphDef BuildBody(const GraphIndex& index,
     node->set_name(src.name());
     node->set_op(src.op());
     // Attrs starting with "_" (colocation, shapes) are placement/debug data
-    // of the outer graph; dropping them keeps the hash content-only.
+    // of the outer graph; dropping them keeps the hash content-only.  Our
+    // own "_disc_" attrs (static facts for the compiler) are content.
     for (const auto& kv : src.attr()) {
-      if (!kv.first.empty() && kv.first[0] != '_') {
+      if (!kv.first.empty() && (kv.first[0] != '_' || kv.first.rfind("_disc_", 0) == 0)) {
         (*node->mutable_attr())[kv.first] = kv.second;
       }
     }

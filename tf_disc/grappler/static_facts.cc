@@ -1,5 +1,6 @@
 #include "tf_disc/grappler/static_facts.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "tensorflow/core/framework/attr_value.pb.h"
@@ -10,17 +11,27 @@
 namespace tf_disc {
 namespace {
 
+bool IsGatherNd(const tensorflow::NodeDef& node) { return node.op() == "GatherNd"; }
+
 bool IsSqueezeWithoutAxes(const tensorflow::NodeDef& node) {
   if (node.op() != "Squeeze") return false;
   auto it = node.attr().find("squeeze_dims");
   return it == node.attr().end() || it->second.list().i_size() == 0;
 }
 
+// Static size of the last dim, -1 when unknown.
+int64_t LastDim(const tensorflow::TensorShapeProto& shape) {
+  if (shape.unknown_rank() || shape.dim_size() == 0) return -1;
+  return std::max<int64_t>(shape.dim(shape.dim_size() - 1).size(), -1);
+}
+
 }  // namespace
+
+const char kIndexDepthAttr[] = "_disc_index_depth";
 
 bool NeedsStaticFacts(const tensorflow::GraphDef& graph) {
   for (const auto& node : graph.node()) {
-    if (IsSqueezeWithoutAxes(node)) return true;
+    if (IsSqueezeWithoutAxes(node) || IsGatherNd(node)) return true;
   }
   return false;
 }
@@ -38,6 +49,20 @@ std::unordered_map<std::string, std::string> ResolveStaticFacts(
                                          /*include_output_tensor_values=*/false);
   if (!s.ok()) VLOG(1) << "DiscOptimizer: shape inference failed: " << s;
   for (auto& node : *graph->mutable_node()) {
+    if (IsGatherNd(node)) {
+      // The output rank depends on indices' last dim (the index depth).
+      const int64_t depth = s.ok() && props.HasInputProperties(node.name()) &&
+                                    props.GetInputProperties(node.name()).size() == 2
+                                ? LastDim(props.GetInputProperties(node.name())[1].shape())
+                                : -1;
+      if (depth < 0) {
+        undecided[node.name()] = "GatherNd: index depth (indices' last dim) unknown before "
+                                 "run time";
+      } else {
+        (*node.mutable_attr())[kIndexDepthAttr].set_i(depth);
+      }
+      continue;
+    }
     if (!IsSqueezeWithoutAxes(node)) continue;
     const char* why = "Squeeze without squeeze_dims: its rank depends on which dims are 1 "
                       "at run time";

@@ -1,6 +1,6 @@
 // Static facts some lowerings need but a rank-keyed executable cannot see:
 // the compiler gives every input dim its own symbol, so an op whose output
-// rank depends on dim *values* (Squeeze without axes) compiles only when
+// rank depends on dim *values* (Squeeze without axes, GatherNd) compiles only when
 // Grappler's shape inference has decided those dims.  Decided nodes are
 // rewritten to the equivalent explicit form; the others stay in TF with a
 // reason.
@@ -17,7 +17,12 @@ namespace tf_disc {
 // True when `graph` has a node ResolveStaticFacts would look at (cheap).
 bool NeedsStaticFacts(const tensorflow::GraphDef& graph);
 
-// Runs static shape inference on *graph (feeds assumed valid) and rewrites
+// Attr recording a GatherNd's index depth for the compiler
+// (compiler/ops/gather_nd.py); cluster functions keep "_disc_" attrs.
+extern const char kIndexDepthAttr[];
+
+// Runs static shape inference on *graph (feeds assumed valid), records each
+// GatherNd's index depth in kIndexDepthAttr, and rewrites
 // each Squeeze without squeeze_dims whose input dims are all known into a
 // Squeeze with the explicit dims that are 1 (an Identity when none is).
 // Returns node name -> why it
