@@ -1,6 +1,7 @@
-"""Transposes folded into GEMM operand layouts (passes/fold_transpose.py):
-the IR rewrite, and multi-head attention against TF over many shapes with
-the head transposes read in place by the GEMM."""
+"""Transposes folded into GEMM operand layouts (passes/fold_transpose.py)
+and reshapes of buffers as aliases (passes/fusion.py): the IR rewrites, and
+multi-head attention against TF over many shapes with the head split read
+in place by the GEMM."""
 import numpy as np
 import tensorflow as tf
 
@@ -8,6 +9,7 @@ from blade_disc_tf.compiler.ir.parser import parse_func
 from blade_disc_tf.compiler.ir.verifier import verify
 from blade_disc_tf.compiler.passes.dce import dce
 from blade_disc_tf.compiler.passes.fold_transpose import fold_transposes, permutation_of
+from blade_disc_tf.compiler.passes.pipeline import run_pipeline
 
 QK_IR = """func @f(%arg0: f32[s0,s1,4,8], %arg1: f32[s0,s2,4,8]) {
   %v0 = view(%arg0) {"base": "0","strides": ["mul(32,s1)","8","32","1"]} : f32[s0,4,s1,8]
@@ -44,6 +46,26 @@ def test_unsupported_layout_and_offset_views_stay():
     assert permutation_of(func.ops[1]) is None      # has an offset
     assert verify(fold_transposes(func)).ops[2].operands == [r for o in func.ops[:2]
                                                              for r in o.results]
+
+
+def test_reshape_of_a_buffer_is_an_alias():
+    # dot -> reshape -> dot: the reshape costs no kernel; the first dot's
+    # buffer is freed after the second dot, its alias's last reader
+    text = """func @f(%arg0: f32[s0,32], %arg1: f32[32,32]) {
+  %v0 = dot(%arg0, %arg1) {"batch_lhs": [],"batch_rhs": [],"lhs_contract": [1],"lhs_free": [0],"rhs_contract": [0],"rhs_free": [1]} : f32[s0,32]
+  %v1 = reshape(%v0) : f32[s0,4,8]
+  %v2 = dot(%v1, %v1) {"batch_lhs": [0],"batch_rhs": [0],"lhs_contract": [2],"lhs_free": [1],"rhs_contract": [2],"rhs_free": [1]} : f32[s0,4,4]
+  %v3 = reshape(%v0) : f32[s0,2,16]
+  return(%v2, %v3)
+}
+"""
+    func = run_pipeline(parse_func(text))
+    assert [o.name for o in func.ops] == ["dot", "reshape", "fusion", "dot"]
+    alias, copy, second = func.ops[1:]
+    assert second.operands == [alias.result, alias.result]
+    assert copy.region.ops[0].name == "reshape"       # returned reshape: a copy kernel
+    assert "v0" not in copy.attrs.get("frees", [])
+    assert second.attrs["frees"] == ["v0"]            # after the alias's last reader
 
 
 def attention(x, wq, wk, wv):

@@ -205,6 +205,8 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
     for k, op in enumerate(func.ops):
         if op.name == "fusion":
             body += _launch(op, kernels[op], dn, ptr)
+        elif op.name == "reshape":   # an alias of a dense buffer (passes/fusion.py)
+            ptr[op.result] = ptr[op.operands[0]]
         elif op.name == "stitch":
             body += emit_stitch_launch(op, kernels[op], dn, ptr)
         elif op.name == "dot":

@@ -25,6 +25,12 @@ def assign_buffers(func: Func) -> Func:
             last_use[v] = i
         for r in op.results:  # a temp nothing reads is freed by its writer
             last_use.setdefault(r, i)
+    # a top-level reshape is an alias of its operand's buffer (fusion.py):
+    # the buffer lives until the alias's last reader
+    for op in reversed(func.ops):
+        if op.name == "reshape":
+            x = op.operands[0]
+            last_use[x] = max(last_use[x], last_use[op.result])
     ops = []
     for i, op in enumerate(func.ops):
         if _writes_buffers(op):

@@ -111,9 +111,14 @@ def fuse(func: Func) -> Func:
                                 for u, sh in deps[m].items()]
                                + [blevel[b] + 1 for b in bdeps[m]], default=0)
 
+    # A materialized reshape of a buffer is that buffer (row-major order is
+    # kept): no copy kernel, unless it is an output (written by a kernel).
+    returned = set(func.rets)
+    aliases = [m for m in materialized if producer[m].name == "reshape" and m not in returned]
     groups: dict[tuple, list[Value]] = {}
     for m in sorted(materialized, key=lambda v: order[producer[v]]):
-        groups.setdefault((level[m], m.shape), []).append(m)
+        if m not in aliases:
+            groups.setdefault((level[m], m.shape), []).append(m)
 
     namer = Namer.for_func(func)
     outer: dict[Value, Value] = {}   # inner materialized value -> fusion result
@@ -161,7 +166,11 @@ def fuse(func: Func) -> Func:
              Op(op.name, [outer.get(v, v) for v in op.operands], list(op.results),
                 dict(op.attrs), _reroute_region(op.region, outer)))
             for i, op in enumerate(o for o in func.ops if _is_library(o))]
-    steps = sorted(kernels + libs, key=lambda t: (t[0], t[1]))
+    # aliases: after their source (a lower level), before their readers
+    views = [(level[m], -1, Op("reshape", [outer.get(producer[m].operands[0],
+                                                     producer[m].operands[0])], [m],
+                               dict(producer[m].attrs))) for m in aliases]
+    steps = sorted(kernels + libs + views, key=lambda t: (t[0], t[1]))
     ops = consts + asserts + [f for _, _, f in steps]
     rets = [outer[v] if v in outer else v for v in func.rets]
     return dataclasses.replace(func, ops=ops, rets=rets, attrs=dict(func.attrs))
