@@ -27,14 +27,17 @@ _I64 = ctypes.c_int64
 Gemm = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
                         ctypes.c_int32, _I64, _I64, _I64, _I64, ctypes.c_void_p, _I64, _I64,
                         ctypes.c_void_p, _I64, _I64, ctypes.c_void_p, _I64, _I64)
-ABI_VERSION = 2
+# Version 3 appended `window` (convolutions/pooling); the harness has none:
+# a library that calls it gets an error, the others run as before.
+Window = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+ABI_VERSION = 3
 
 
 class DiscRuntime(ctypes.Structure):
     _fields_ = [("ctx", ctypes.c_void_p), ("alloc_output", AllocOutput),
                 ("alloc_temp", AllocTemp), ("free_temp", FreeTemp),
                 ("parallel_for", ParallelFor), ("set_error", SetError),
-                ("gemm", Gemm)]
+                ("gemm", Gemm), ("window", Window)]
 
 
 _GEMM_DTYPES = {1: np.float32, 2: np.float64}
@@ -140,7 +143,8 @@ class Executable:
         self.gemm_calls = []
         rt = DiscRuntime(None, AllocOutput(alloc_output), AllocTemp(alloc_temp),
                          FreeTemp(free_temp), ParallelFor(parallel_for), SetError(set_error),
-                         Gemm(reference_gemm(self.gemm_calls, errors)))
+                         Gemm(reference_gemm(self.gemm_calls, errors)),
+                         Window(lambda ctx, args: errors.append((12, "harness: no window")) or 1))
         bufs = (DiscBuffer * max(len(inputs), 1))()
         for i, x in enumerate(inputs):
             bufs[i].data = x.ctypes.data if x.size else None
