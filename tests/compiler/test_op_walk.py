@@ -190,9 +190,10 @@ def test_every_op_is_walked():
     here or in test_ops_special.py."""
     special = {"Select", "SelectV2", "BiasAdd", "AddN", "ZerosLike", "OnesLike", "Const",
                "Identity", "StopGradient", "Snapshot", "Pow"}
-    # test_grad_ops.py walks these per dtype; GatherNd needs the optimizer's
-    # index depth attr, so tests/e2e/test_gather_nd.py runs it through TF.
+    # test_grad_ops.py walks these per dtype, test_quantize.py the qint8
+    # ops; GatherNd needs the optimizer's index depth attr, so
+    # tests/e2e/test_gather_nd.py runs it through TF.
     special |= {r.name for r in grads.RULES} | {
-        "Bucketize", "SoftmaxCrossEntropyWithLogits", "GatherNd"}
+        "Bucketize", "SoftmaxCrossEntropyWithLogits", "GatherNd", "QuantizeV2", "Dequantize"}
     missing = set(registry.REGISTRY) - COVERED - special
     assert not missing, sorted(missing)

@@ -1,5 +1,6 @@
 """The one table of element types: TF DataType enum <-> IR name <-> C++ type
-<-> numpy dtype.  Float16/bfloat16 are not supported yet."""
+<-> numpy dtype.  Float16/bfloat16 are not supported yet.  QINT8 is storage
+only: just QuantizeV2/Dequantize accept it, converting at once."""
 from __future__ import annotations
 
 import dataclasses
@@ -37,13 +38,14 @@ F64 = DType("f64", 2, "double", "double", np.float64)
 I32 = DType("i32", 3, "int32", "int32_t", np.int32)
 I64 = DType("i64", 9, "int64", "int64_t", np.int64)
 BOOL = DType("i1", 10, "bool", "bool", np.bool_)
+QINT8 = DType("qi8", 11, "qint8", "int8_t", np.int8)
 
 ALL = (F32, F64, I32, I64, BOOL)
 FLOATS = (F32, F64)
 INTS = (I32, I64)
 NUMERIC = FLOATS + INTS
-BY_NAME = {d.name: d for d in ALL}
-BY_ENUM = {d.tf_enum: d for d in ALL}
+BY_NAME = {d.name: d for d in ALL + (QINT8,)}
+BY_ENUM = {d.tf_enum: d for d in ALL + (QINT8,)}
 
 
 def from_tf(enum: int) -> DType:

@@ -4,12 +4,12 @@ the op-family modules.  It is also the clustering allow-list
 from __future__ import annotations
 
 from .errors import Unsupported
-from .ops import (binary, bucketize, gather_nd, grads, matmul, misc, nn_conv, nn_norm, reduce,
-                  select, shape_ops, unary)
+from .ops import (binary, bucketize, gather_nd, grads, matmul, misc, nn_conv, nn_norm, quantize,
+                  reduce, select, shape_ops, unary)
 from .ops.rule import OpRule
 
 FAMILIES = (unary, binary, select, misc, matmul, shape_ops, reduce, grads, bucketize, gather_nd,
-            nn_conv, nn_norm)
+            quantize, nn_conv, nn_norm)
 
 
 def _build() -> dict[str, OpRule]:

@@ -74,7 +74,8 @@ def _fill(value):
 
 
 def _pass(name: str) -> OpRule:
-    return OpRule(name, lower_identity, {"T": ALL}, fusion="passthrough")
+    # Pass-through: storage-only dtypes (qint8) too.
+    return OpRule(name, lower_identity, {"T": ALL + (dtypes.QINT8,)}, fusion="passthrough")
 
 
 RULES = [
