@@ -175,3 +175,28 @@ def test_registered_in_support_table():
     ops = support_table()["ops"]
     for name in ("MatMul", "BatchMatMul", "BatchMatMulV2", "Einsum"):
         assert name in ops
+
+
+def dense_epilogue(x, w, b, r):
+    return tf.nn.gelu(x @ w + b, approximate=True) * 0.5 + r
+
+
+def test_dense_epilogue_is_one_pass_over_the_gemm_output(compiler, tmp_path):
+    # bias, GELU, scale and residual add: one loop kernel reading the GEMM's
+    # output once (the GEMM itself is the runtime's; no in-tile epilogue yet)
+    # in the speculated version (bias and residual do not broadcast their
+    # symbolic dims); the general version needs a second kernel
+    from blade_disc_tf.compiler.options import CompileOptions
+    specs = [_spec(2), _spec(2), _spec(1), _spec(2)]
+    concrete = tf.function(dense_epilogue).get_concrete_function(*specs)
+    reply = compiler.compile(concrete, CompileOptions(cache_dir=compiler.options.cache_dir,
+                                                      dump_dir=str(tmp_path)))
+    assert reply["ok"], reply
+    (final,) = tmp_path.glob("*/*/speculated/ir_*_assign_buffers.mlir")
+    tops = [ln.split(" = ")[1].split("(")[0] for ln in final.read_text().splitlines()
+            if ln.startswith("  %") and " = " in ln]
+    assert tops.count("dot") == 1 and tops.count("fusion") == 1, tops
+    exe, out_dt = compiler.executable(dense_epilogue, specs)
+    for m in (1, 7, 64):
+        _check(exe, out_dt, dense_epilogue,
+               [_rand((m, 32), 1), _rand((32, 48), 2), _rand((48,), 3), _rand((m, 48), 4)])
