@@ -62,3 +62,16 @@ def test_quantize_dequantize_per_channel(compiler):
         lo = np.asarray([p[0] for p in pick], np.float32)
         hi = np.asarray([p[1] for p in pick], np.float32)
         run(compiler, fn, specs, [_x(rng, shape), lo, hi])
+
+
+def test_quantize_min_first(compiler):
+    def fn(x, lo, hi):
+        q = tf.raw_ops.QuantizeV2(input=x, min_range=lo, max_range=hi, T=tf.qint8,
+                                  mode="MIN_FIRST")
+        return [q.output, q.output_min, q.output_max]
+    rng = np.random.default_rng(3)
+    specs = [tf.TensorSpec([None, None], tf.float32), tf.TensorSpec([], tf.float32),
+             tf.TensorSpec([], tf.float32)]
+    for lo, hi in RANGES + [(0.0, 255.0), (-3.0, 1e6)]:
+        for shape in [(2, 7), (1, 1), (0, 4), (9, 31)]:
+            run(compiler, fn, specs, [_x(rng, shape), np.float32(lo), np.float32(hi)])

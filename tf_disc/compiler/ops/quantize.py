@@ -9,13 +9,16 @@ TF's CPU kernel formulas (quantize_op.cc / dequantize_op.cc) in float32:
     (round_mode HALF_AWAY_FROM_ZERO, the default); with HALF_TO_EVEN TF scales
     symmetrically: m = max(|lo|, |hi|), t = 127.5 (127 narrow), scale = t/m,
     out = clamp(round_even(clamp(x, -m, m) * scale), -128, 127), ranges -+t/scale.
+    MIN_FIRST (per tensor): s = f32(255.0 / f64(hi - lo)),
+    out = clamp(round(x * s) - (round(lo * s) + 128), -128, 127), ranges lo, hi.
   Dequantize: out = x * max(min_range / -128, max_range / 127).
-(narrow_range moves -128 to -127.)  MIN_COMBINED/MIN_FIRST stay in TF."""
+(narrow_range moves -128 to -127.)  MIN_COMBINED and Dequantize's MIN_FIRST
+stay in TF."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import F32, QINT8
+from ..dtypes import F32, F64, QINT8
 from ..errors import Unsupported
 from .rule import OpRule
 
@@ -79,6 +82,10 @@ def lower_quantize_v2(b, node, xs):
                                                 _ew(b, "abs", mx)))
     eps = _ew(b, "multiply", big, _k(b, eps_k, mn))
     hi = _ew(b, "maximum", _k(b, 0.0, mx), _ew(b, "maximum", mx, _ew(b, "add", lo, eps)))
+    if node.attrs.get("mode", "MIN_COMBINED") == "MIN_FIRST":
+        if axis != -1:
+            raise Unsupported(f"node '{node.name}' (QuantizeV2): MIN_FIRST per channel")
+        return _quantize_min_first(b, x, lo, hi)
     if node.attrs.get("round_mode", "HALF_AWAY_FROM_ZERO") == "HALF_TO_EVEN":
         return _quantize_symmetric(b, node, x, lo, hi, axis, narrow)
     from_min = _ew(b, "select", _ew(b, "compare", lo, _k(b, 0.0, lo), direction="LT"),
@@ -92,6 +99,17 @@ def lower_quantize_v2(b, node, xs):
     clamped = _ew(b, "maximum", _ew(b, "minimum", x, hi_b), lo_b)
     r = _round_half_away(b, _ew(b, "multiply", clamped, s_b))
     return [b.convert(r, QINT8), out_min, out_max]
+
+
+def _quantize_min_first(b, x, lo, hi):
+    """FloatTensorToQuantizedInPlaceUsingEigen (quantization_utils.h)."""
+    span = b.convert(_ew(b, "subtract", hi, lo), F64)
+    scale = b.convert(_ew(b, "divide", _k(b, 255.0, span), span), F32)
+    offset = _ew(b, "add", _round_half_away(b, _ew(b, "multiply", lo, scale)), _k(b, 128.0, lo))
+    s_b, off_b = (b.broadcast_to(v, x.shape) for v in (scale, offset))
+    r = _ew(b, "subtract", _round_half_away(b, _ew(b, "multiply", x, s_b)), off_b)
+    r = _ew(b, "maximum", _ew(b, "minimum", r, _k(b, 127.0, r)), _k(b, -128.0, r))
+    return [b.convert(r, QINT8), lo, hi]
 
 
 def _quantize_symmetric(b, node, x, lo, hi, axis, narrow):
@@ -126,7 +144,7 @@ def _q_shapes(env, shapes, attrs):
 RULES = [
     OpRule("QuantizeV2", lower_quantize_v2, {"T": (QINT8,)}, num_outputs=3,
            dtype_rule=lambda dts, attrs: [QINT8, F32, F32], shape_rule=_q_shapes,
-           attr_values={"mode": ("SCALED",),
+           attr_values={"mode": ("SCALED", "MIN_FIRST"),
                         "round_mode": ("HALF_AWAY_FROM_ZERO", "HALF_TO_EVEN")}),
     OpRule("Dequantize", lower_dequantize, {"T": (QINT8,), "dtype": (F32,)},
            dtype_rule=lambda dts, attrs: [F32], attr_values={"mode": ("SCALED",)}),
