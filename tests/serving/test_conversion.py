@@ -41,7 +41,10 @@ def _rewrite_entries(src: str, dst: str, change) -> None:
     with open(os.path.join(dst, "saved_model.pb"), "rb") as f:
         proto.ParseFromString(f.read())
     for meta in proto.meta_graphs:
-        for node in meta.graph_def.node:
+        nodes = list(meta.graph_def.node)
+        for func in meta.graph_def.library.function:
+            nodes += list(func.node_def)
+        for node in nodes:
             entries = node.attr["executables"].list.s if node.op == "DiscLaunch" else []
             changed = [change(e) for e in entries]
             del entries[:]
@@ -81,6 +84,23 @@ def test_tf2_signatures_unchanged(name, serving_base):
         a, b = before.signatures[key], after.signatures[key]
         assert a.structured_input_signature == b.structured_input_signature
         assert a.structured_outputs == b.structured_outputs
+
+
+def test_only_chosen_signatures_converted(serving_base, tmp_path):
+    import tensorflow as tf
+
+    import blade_disc_tf as disc
+    from blade_disc_tf._offline_cluster import has_launches
+
+    m = convert("cnn", serving_base)
+    dst = str(tmp_path / "serve_only")
+    summary = disc.convert_saved_model(m.original, dst, ["serve"], cache_dir=m.cache_dir)
+    assert list(summary.reports) == ["serve"] and summary.compiled >= 1
+    sigs = tf.saved_model.load(dst).signatures
+    assert has_launches(sigs["serve"].graph.as_graph_def())
+    assert not has_launches(sigs["serving_default"].graph.as_graph_def())
+    with pytest.raises(ValueError, match="no signature"):
+        disc.convert_saved_model(m.original, str(tmp_path / "bad"), ["nope"])
 
 
 def test_tf1_signatures_and_variables_unchanged(serving_base):
@@ -132,15 +152,37 @@ def test_corrupted_executable_refused_with_fallback(serving_base, tmp_path):
     m = convert("tf1", serving_base)
     bad = str(tmp_path / "corrupt")
 
-    def flip_last_byte(entry: bytes) -> bytes:
-        return entry[:-1] + bytes([entry[-1] ^ 0xFF])
-
-    _rewrite_entries(m.converted, bad, flip_last_byte)
+    _rewrite_entries(m.converted, bad, _flip_last_byte)
     result, stderr = run_fresh(m, bad, serving_base)
     assert list(result["fallback_reasons"]) == ["embedded executable sha256 mismatch"]
     assert result["compiles"] == 0 and result["cache_hits"] == 0
     assert stderr.count("refusing the embedded executable") == 1
     assert _max_error(result) < TOL
+
+
+def _flip_last_byte(entry: bytes) -> bytes:
+    return entry[:-1] + bytes([entry[-1] ^ 0xFF])
+
+
+def test_fallback_bodies_not_clustered_again(disc, serving_base, tmp_path):
+    """With the optimizer on, a converted model whose executables are refused
+    runs its cluster bodies in TF; loading renamed them, and they still must
+    not be clustered (and compiled) again."""
+    import numpy as np
+    import tensorflow as tf
+
+    m = convert("cnn", serving_base)
+    bad = str(tmp_path / "corrupt")
+    _rewrite_entries(m.converted, bad, _flip_last_byte)
+    disc.reset_stats()  # count from here: convert() above may have clustered
+    fn = tf.saved_model.load(bad).signatures[m.signature]
+    x = tf.constant(np.random.default_rng(0).standard_normal(m.shapes[1]).astype(np.float32))
+    assert fn(image=x)["output_0"].shape == (m.shapes[1][0], 10)
+    stats = disc.stats()
+    assert stats["optimizer"]["clusters_created"] == 0, stats
+    reasons = {r for c in stats["clusters"].values() for r in c["fallback_reasons"]}
+    assert reasons == {"embedded executable sha256 mismatch"}
+    assert all(c["compiles"] == 0 for c in stats["clusters"].values())
 
 
 def test_missing_cpu_feature_falls_back(serving_base, tmp_path):

@@ -62,13 +62,17 @@ def convert(src: str, dst: str, signature_keys: Optional[List[str]], compile_opt
 
     root = tf.saved_model.load(src)
     keys = list(root.signatures.keys()) if signature_keys is None else signature_keys
-    converted, reports = {}, {}
+    unknown = sorted(set(keys) - set(root.signatures.keys()))
+    if unknown:
+        raise ValueError(f"no signature(s) {unknown} in {src}")
+    converted = dict(root.signatures)  # the others are saved unchanged
+    reports = {}
     for key in keys:
         func = root.signatures[key]
         graph_def = func.graph.as_graph_def()
-        if has_launches(graph_def) or has_launches_in_functions(func):
+        if has_launches(graph_def):  # graph or called functions
             progress(f"signature {key}: already converted, kept as is")
-            converted[key], reports[key] = func, []
+            reports[key] = []
             continue
         meta = saver.export_meta_graph(graph_def=graph_def, graph=func.graph)
         out = cluster_meta_graph(meta, [t.name for t in func.inputs + func.outputs],
@@ -81,9 +85,3 @@ def convert(src: str, dst: str, signature_keys: Optional[List[str]], compile_opt
     tf.saved_model.save(root, dst, signatures=converted)
     return reports
 
-
-def has_launches_in_functions(func) -> bool:
-    """True when a function the signature calls holds DiscLaunch ops (a loaded,
-    already converted model keeps them inside its called functions)."""
-    library = func.graph.as_graph_def().library
-    return any(n.op == _aot.DISC_LAUNCH for f in library.function for n in f.node_def)
