@@ -31,6 +31,28 @@ def test_head_transposes_fold_into_the_dot():
     assert dot.attrs["lhs_contract"] == [3] and dot.attrs["rhs_contract"] == [3]
 
 
+def test_context_transpose_becomes_the_dot_output_layout():
+    text = """func @f(%arg0: f32[s0,4,s1,s1], %arg1: f32[s0,4,s1,8]) {
+  %v0 = dot(%arg0, %arg1) {"batch_lhs": [0,1],"batch_rhs": [0,1],"lhs_contract": [3],"lhs_free": [2],"rhs_contract": [2],"rhs_free": [3]} : f32[s0,4,s1,8]
+  %v1 = view(%v0) {"base": "0","strides": ["mul(32,s1)","8","mul(8,s1)","1"]} : f32[s0,s1,4,8]
+  %v2 = exponential(%v1) : f32[s0,s1,4,8]
+  return(%v2)
+}
+"""
+    func = verify(dce(fold_transposes(parse_func(text))))
+    dot = func.ops[0]
+    assert [o.name for o in func.ops] == ["dot", "exponential"]
+    assert dot.attrs["result_perm"] == [0, 2, 1, 3] and dot.result.shape == ("s0", "s1", "4", "8")
+    # a transpose that moves the rhs free dim off the last position stays
+    moved = text.replace('"strides": ["mul(32,s1)","8","mul(8,s1)","1"]} : f32[s0,s1,4,8]',
+                         '"strides": ["mul(32,s1)","1","mul(8,s1)","8"]} : f32[s0,8,4,s1]') \
+        .replace("exponential(%v1) : f32[s0,s1,4,8]", "exponential(%v1) : f32[s0,8,4,s1]")
+    kept = parse_func(moved)
+    assert permutation_of(kept.ops[1]) == [0, 3, 1, 2]
+    kept = verify(fold_transposes(kept))
+    assert [o.name for o in kept.ops] == ["dot", "view", "exponential"]
+
+
 def test_unsupported_layout_and_offset_views_stay():
     # moving the contract dim away from the innermost position breaks the
     # GEMM's unit-stride rule only when neither group holds the last dim
@@ -90,7 +112,8 @@ def test_attention_vs_tf(compiler):
         want = attention(*[tf.constant(x) for x in xs]).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
         if b * s:
-            # Q·K^T and P·V read the head-transposed layouts directly: per
-            # batch element, one GEMM batched over the 4 heads
+            # Q·K^T and P·V read the head-transposed layouts directly (P·V
+            # writes the context transposed back): per batch element, one
+            # GEMM batched over the 4 heads
             heads = [c for c in exe.gemm_calls if c["batch"] == 4]
             assert len(heads) == 2 * b and any(c["trans_b"] for c in heads)

@@ -9,6 +9,7 @@ are 0 for absent or size-1 (at run time) dims."""
 from __future__ import annotations
 
 from ..ir.core import Op, Value
+from ..ir.dot import logical_shape
 
 HELPER = r'''
 namespace {
@@ -81,7 +82,11 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     # enclosing scope (later users refer to them too).
     ld = [dn(d) for d in lhs.shape]
     rd = [dn(d) for d in rhs.shape]
-    od = [dn(d) for d in res.shape]
+    od = [dn(d) for d in logical_shape(op)]
+    # element stride of each logical result dim in the (maybe permuted) result
+    phys = [dn(d) for d in res.shape]
+    perm = a.get("result_perm", list(range(len(phys))))
+    ostride = [_stride(phys, perm.index(i)) for i in range(len(phys))]
     out = list(dn.lines)
     dn.lines = []
     nb = len(a["batch_lhs"])
@@ -98,7 +103,8 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
 
     sa = [bstride(ld, d) for d in a["batch_lhs"]]
     sb = [bstride(rd, d) for d in a["batch_rhs"]]
-    sc = [_stride(od, i) for i in range(nb)]
+    sc = ostride[:nb]
+    ldc = ostride[nb] if a["lhs_free"] and "result_perm" in a else "n"
     bd = od[:nb]
     t = res.dtype.ctype
 
@@ -110,7 +116,7 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
             f"    {arr('sc', sc)}",
             f"    const int64_t m = {m}, n = {n}, k = {kk};",
             f"    if (disc_gemm_batched(rt, {res.dtype.tf_enum}, {int(ta)}, {int(tb)}, {nb}, bd, "
-            f"sa, sb, sc, m, n, k, {ptr[lhs]}, {lda}, {ptr[rhs]}, {ldb}, {ptr[res]}, n, "
+            f"sa, sb, sc, m, n, k, {ptr[lhs]}, {lda}, {ptr[rhs]}, {ldb}, {ptr[res]}, {ldc}, "
             f"sizeof({t}))) return 1;"]
     for name in a.get("frees", []):
         out.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")

@@ -13,7 +13,11 @@ each collapses to one matrix dim with one stride) and the operand's last dim
 is in one of them (so the GEMM reads unit-stride rows or columns: which one
 decides the transpose flag).  lhs_contract and rhs_contract pair up in order;
 their sizes are checked by the lowering (runtime asserts).
-Result: batch dims (broadcast), then lhs_free dims, then rhs_free dims.
+Result: batch dims (broadcast), then lhs_free dims, then rhs_free dims:
+the logical order.  With attr "result_perm" (a transpose folded into the
+output, passes/fold_transpose.py) the result is stored permuted: its dim d
+is logical dim result_perm[d]; one lhs_free and one rhs_free dim, the latter
+stored last (unit stride for the GEMM's rows).
 """
 from __future__ import annotations
 
@@ -24,6 +28,22 @@ ATTRS = ("batch_lhs", "batch_rhs", "lhs_free", "lhs_contract", "rhs_contract", "
 
 def _consecutive(dims: list[int]) -> bool:
     return bool(dims) and dims == list(range(dims[0], dims[0] + len(dims)))
+
+
+def logical_shape(op: Op) -> list[str]:
+    """The result dims in logical order (batch, lhs free, rhs free)."""
+    shape = list(op.result.shape)
+    perm = op.attrs.get("result_perm")
+    return shape if perm is None else [shape[perm.index(i)] for i in range(len(shape))]
+
+
+def _verify_result_perm(op: Op) -> str | None:
+    perm, rank = op.attrs["result_perm"], op.result.type.rank
+    if sorted(perm) != list(range(rank)):
+        return f"result_perm {perm} is not a permutation of rank {rank}"
+    if len(op.attrs["lhs_free"]) != 1 or len(op.attrs["rhs_free"]) != 1 or perm[-1] != rank - 1:
+        return "result_perm needs one lhs and one rhs free dim, the rhs one stored last"
+    return None
 
 
 def verify_dot(op: Op) -> str | None:
@@ -54,8 +74,10 @@ def verify_dot(op: Op) -> str | None:
     want = len(a["batch_lhs"]) + len(a["lhs_free"]) + len(a["rhs_free"])
     if res.type.rank != want:
         return f"result rank {res.type.rank}, attrs say {want}"
+    if "result_perm" in a and _verify_result_perm(op):
+        return _verify_result_perm(op)
     nb = len(a["batch_lhs"])
     free = [lhs.shape[d] for d in a["lhs_free"]] + [rhs.shape[d] for d in a["rhs_free"]]
-    if list(res.shape[nb:]) != free:
-        return f"result free dims {list(res.shape[nb:])} != operand free dims {free}"
+    if logical_shape(op)[nb:] != free:
+        return f"result free dims {logical_shape(op)[nb:]} != operand free dims {free}"
     return None

@@ -5,7 +5,9 @@ strides, no offset).  When that view feeds a dot, the dot can read the
 source directly: its dim groups (batch/free/contract) are renumbered through
 the permutation, and codegen/gemm.py derives strides and the transpose flag
 from the source's own row-major layout.  Attention's head split
-([B,S,H,D] -> [B,H,S,D]) and K^T then cost no copy.  A fold is kept only
+([B,S,H,D] -> [B,H,S,D]) and K^T then cost no copy; a transpose of a dot's
+product (the context [B,H,S,D] -> [B,S,H,D]) becomes the dot's output
+layout (ldc and batch strides of the transposed buffer).  A fold is kept only
 when the renumbered dot is one the GEMM can run (ir/dot.py's rules).
 """
 from __future__ import annotations
@@ -51,8 +53,20 @@ def _fold(dot: Op, side: int, perm: list[int], source: Value) -> Op | None:
     return None if verify_dot(new) else new
 
 
+def _fold_result(dot: Op, view: Op, perm: list[int]) -> Op | None:
+    """The dot writing the view's (transposed) layout itself."""
+    if "result_perm" in dot.attrs:
+        return None
+    new = Op("dot", list(dot.operands), [view.result], dict(dot.attrs, result_perm=perm))
+    return None if verify_dot(new) else new
+
+
 def fold_transposes(func: Func) -> Func:
     producer = {r: op for op in func.ops for r in op.results}
+    users: dict[Value, list[Op]] = {}
+    for op in func.ops:
+        for x in op.operands:
+            users.setdefault(x, []).append(op)
     ops = []
     for op in func.ops:
         if op.name == "dot":
@@ -61,5 +75,16 @@ def fold_transposes(func: Func) -> Func:
                 perm = permutation_of(p) if p is not None else None
                 if perm is not None:
                     op = _fold(op, side, perm, p.operands[0]) or op
+            # the only reader transposes the product (attention's context)
+            readers = users.get(op.result, [])
+            perm = permutation_of(readers[0]) if len(readers) == 1 else None
+            if perm is not None and op.result not in func.rets:
+                folded = _fold_result(op, readers[0], perm)
+                if folded is not None:
+                    ops.append(folded)
+                    continue
         ops.append(op)
+    # the transposes now written by their dots
+    written = {r for op in ops if op.name == "dot" for r in op.results}
+    ops = [op for op in ops if not (op.name == "view" and op.result in written)]
     return dataclasses.replace(func, ops=ops)
