@@ -1,10 +1,13 @@
 """The one table of element types: TF DataType enum <-> IR name <-> C++ type
-<-> numpy dtype.  Float16/bfloat16 are not supported yet.  QINT8 is storage
-only: just QuantizeV2/Dequantize accept it, converting at once."""
+<-> numpy dtype.  QINT8 is storage only: just QuantizeV2/Dequantize accept
+it, converting at once.  F16/BF16 are storage types too: ops compute them in
+float32 (ops/half.py), so generated code only loads, stores and converts
+them (bfloat16 as the prelude's disc_bf16: GCC 12 has no bf16 arithmetic)."""
 from __future__ import annotations
 
 import dataclasses
 
+import ml_dtypes
 import numpy as np
 
 
@@ -18,7 +21,7 @@ class DType:
 
     @property
     def is_float(self) -> bool:
-        return self.name.startswith("f")
+        return self.name.startswith("f") or self.name == "bf16"
 
     @property
     def is_int(self) -> bool:
@@ -39,13 +42,16 @@ I32 = DType("i32", 3, "int32", "int32_t", np.int32)
 I64 = DType("i64", 9, "int64", "int64_t", np.int64)
 BOOL = DType("i1", 10, "bool", "bool", np.bool_)
 QINT8 = DType("qi8", 11, "qint8", "int8_t", np.int8)
+F16 = DType("f16", 19, "half", "_Float16", np.float16)
+BF16 = DType("bf16", 14, "bfloat16", "disc_bf16", ml_dtypes.bfloat16)
+HALF = (F16, BF16)
 
 ALL = (F32, F64, I32, I64, BOOL)
 FLOATS = (F32, F64)
 INTS = (I32, I64)
 NUMERIC = FLOATS + INTS
-BY_NAME = {d.name: d for d in ALL + (QINT8,)}
-BY_ENUM = {d.tf_enum: d for d in ALL + (QINT8,)}
+BY_NAME = {d.name: d for d in ALL + (QINT8,) + HALF}
+BY_ENUM = {d.tf_enum: d for d in ALL + (QINT8,) + HALF}
 
 
 def from_tf(enum: int) -> DType:

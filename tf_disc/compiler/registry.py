@@ -6,6 +6,7 @@ from __future__ import annotations
 from .errors import Unsupported
 from .ops import (binary, bucketize, gather_nd, grads, matmul, misc, nn_conv, nn_norm, quantize,
                   reduce, select, shape_ops, unary)
+from .ops import half
 from .ops.rule import OpRule
 
 FAMILIES = (unary, binary, select, misc, matmul, shape_ops, reduce, grads, bucketize, gather_nd,
@@ -18,7 +19,7 @@ def _build() -> dict[str, OpRule]:
         for rule in fam.RULES:
             if rule.name in table:
                 raise AssertionError(f"TF op {rule.name} registered twice")
-            table[rule.name] = rule
+            table[rule.name] = half.widen(rule)
     return table
 
 

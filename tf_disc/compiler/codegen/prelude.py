@@ -422,6 +422,24 @@ template <class T> inline T disc_power_int(T x, T y, int32_t& err) {
   while (y) { if (y & 1) r *= base; base *= base; y >>= 1; }
   return T(r);
 }
+// bfloat16 storage (GCC 12 has no bf16 arithmetic; values are computed in
+// float): float -> bf16 rounds to nearest even, NaN -> quiet NaN of the same
+// sign, as Eigen's float_to_bfloat16_rtne.
+struct disc_bf16 {
+  uint16_t bits;
+  disc_bf16() = default;
+  explicit disc_bf16(float f) {
+    uint32_t u = __builtin_bit_cast(uint32_t, f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      bits = (u >> 31) ? 0xffc0u : 0x7fc0u;
+    } else {
+      bits = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+  }
+  explicit disc_bf16(double d) : disc_bf16(float(d)) {}
+  explicit operator float() const { return __builtin_bit_cast(float, uint32_t(bits) << 16); }
+};
+
 template <class To, class From> inline To disc_convert(From x) {
   if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);
