@@ -3,9 +3,12 @@ loaded, the Python compiler cannot be imported and `c++` on PATH fails.  Runs
 the original and the converted SavedModel on the same random inputs and
 prints one JSON line: max errors, DiscLaunch stats, load and first-request
 times.  With --save-io it also writes inputs and reference outputs as raw
-float32 files for the C++ serving program.
+float32 files for the C++ serving program.  --converted-first loads and
+runs the converted model first (timings otherwise favour the second model,
+which finds TF warmed up).
 
-usage: serving_check.py ORIGINAL CONVERTED FORMAT SIGNATURE SHAPES_JSON [--save-io DIR]
+usage: serving_check.py ORIGINAL CONVERTED FORMAT SIGNATURE SHAPES_JSON
+                        [--save-io DIR] [--converted-first]
 """
 from __future__ import annotations
 
@@ -82,13 +85,17 @@ def main(argv):
 
     disc.load_ops()
     model_cls = _TF2 if fmt == "tf2" else _TF1
-    ref_model, new_model = model_cls(original, signature), model_cls(converted, signature)
-    feeds = _inputs(shapes, new_model.names, seed=len(shapes))
-    times = {}
-    for label, model in (("original", ref_model), ("converted", new_model)):
+    order = [("original", original), ("converted", converted)]
+    if "--converted-first" in argv:
+        order.reverse()
+    models, times, feeds = {}, {}, None
+    for label, path in order:
+        model = models[label] = model_cls(path, signature)
+        feeds = feeds or _inputs(shapes, model.names, seed=len(shapes))
         start = time.perf_counter()
         model(feeds[0])
         times[label] = {"load_s": model.load_s, "first_request_s": time.perf_counter() - start}
+    ref_model, new_model = models["original"], models["converted"]
     refs, errors = [], []
     for feed in feeds:
         ref, got = ref_model(feed), new_model(feed)

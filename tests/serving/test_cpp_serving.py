@@ -11,7 +11,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from serving_fixtures import HERE, convert, no_compiler_env, run_fresh, serving_base  # noqa: F401
+from serving_fixtures import (  # noqa: F401
+    HERE, assert_served_without_compiler, convert, no_compiler_env, run_fresh, serving_base)
 
 
 def _read(stem: str) -> np.ndarray:
@@ -44,7 +45,10 @@ def test_cpp_server_runs_converted_model(name, serve_main, serving_base, tmp_pat
 
     m = convert(name, serving_base)
     io_dir = str(tmp_path / "io")
-    run_fresh(m, m.converted, serving_base, save_io=io_dir)  # inputs + stock TF outputs
+    # Python first, also a fresh process without compiler: saves the inputs
+    # and the original model's outputs (stock TF) for the C++ server.
+    result, _ = run_fresh(m, m.converted, serving_base, save_io=io_dir)
+    assert_served_without_compiler(result)
     proc = subprocess.run([serve_main, library_path(), m.converted, m.signature, io_dir,
                            str(len(m.shapes))], capture_output=True, text=True,
                           env=no_compiler_env(serving_base), timeout=300)
