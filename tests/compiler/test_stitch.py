@@ -226,3 +226,14 @@ def rank1(x):
 def test_rank1_rows(compiler):
     for n in [1, 5, 300, 0]:
         check(compiler, rank1, [V], [_x((n,))])
+
+
+def scalar_inside(x, s):
+    c = tf.exp(s) * 2.0                 # rank 0, computed in the row kernel
+    return tf.nn.softmax(x * c), c + 1.0, c
+
+
+def test_scalar_values_inside_rows_and_returned(compiler):
+    spec = [S3, tf.TensorSpec([], F)]
+    for sh in [(3, 5, 7), (1, 1, 1), (0, 2, 3)]:
+        check(compiler, scalar_inside, spec, [_x(sh), np.float32(0.3)])

@@ -123,6 +123,18 @@ def _make_convex(group: set[Op], ops: list[Op], producer: dict) -> set[Op]:
         group = group - bad
 
 
+def _drop_escaping_scalars(group: set[Op], rs: RowShape, users: dict,
+                           rets: set[Value]) -> set[Op]:
+    """Rank-0 values read outside the kernel stay outside: the kernel
+    computes them per row (no row when the outer dims are empty)."""
+    while True:
+        bad = {o for o in group if rs.klass(o.results[0]) == "scalar" and (
+            o.results[0] in rets or any(u not in group for u in users.get(o.results[0], [])))}
+        if not bad:
+            return group
+        group = group - bad
+
+
 def _toposort(ops: list[Op]) -> list[Op]:
     """Stable topological order (program order where dependencies allow)."""
     producer = {r: op for op in ops for r in op.results}
@@ -164,6 +176,7 @@ def stitch(func: Func) -> Func:
                 users.setdefault(x, []).append(o)
         rs = RowShape(op.operands[0].shape)
         group = _make_convex(_grow(op, rs, producer, users, taken), ops, producer)
+        group = _drop_escaping_scalars(group, rs, users, set(func.rets))
         if not any(o.name == "reduce" for o in group):
             continue
         taken |= group
