@@ -237,3 +237,34 @@ def test_scalar_values_inside_rows_and_returned(compiler):
     spec = [S3, tf.TensorSpec([], F)]
     for sh in [(3, 5, 7), (1, 1, 1), (0, 2, 3)]:
         check(compiler, scalar_inside, spec, [_x(sh), np.float32(0.3)])
+
+
+def test_broadcast_along_rows_of_an_in_group_value_is_not_stitched():
+    # %v1 [s0,s1] is per row of [s0,s1,s1] and also broadcast along the rows
+    # (dims [0,2]): that second read needs memory, so it leaves the kernel
+    text = """func @f(%arg0: f32[s0,s1,s1]) {
+  %v0 = reduce(%arg0) {"dimensions": [2],"kind": "sum"} : f32[s0,s1]
+  %v1 = exponential(%v0) : f32[s0,s1]
+  %v2 = broadcast_in_dim(%v1) {"broadcast_dimensions": [0,1]} : f32[s0,s1,s1]
+  %v3 = broadcast_in_dim(%v1) {"broadcast_dimensions": [0,2]} : f32[s0,s1,s1]
+  %v4 = add(%v2, %v3) : f32[s0,s1,s1]
+  %v5 = multiply(%v4, %arg0) : f32[s0,s1,s1]
+  return(%v5)
+}
+"""
+    func = verify(stitch(parse_func(text)))
+    (st,) = _stitches(func)
+    names = [o.name for o in st.region.ops]
+    assert "add" not in names and names.count("broadcast_in_dim") <= 1, names
+    out = run_pipeline(parse_func(text))
+    assert [o.name for o in out.ops] == ["stitch", "fusion"]
+
+
+def cross_rows(x):
+    s = tf.reduce_sum(x, -1)                         # [b, n] per row of [b, n, n]
+    return tf.nn.softmax(x + s[:, :, None] + s[:, None, :])
+
+
+def test_cross_row_broadcast_vs_tf(compiler):
+    for sh in [(2, 5, 5), (1, 1, 1), (3, 8, 8), (2, 0, 0)]:
+        check(compiler, cross_rows, [S3], [_x(sh)], tol=1e-4)

@@ -123,6 +123,24 @@ def _make_convex(group: set[Op], ops: list[Op], producer: dict) -> set[Op]:
         group = group - bad
 
 
+def _drop_shifted_reads(group: set[Op], ops: list[Op], producer: dict,
+                        rs: RowShape) -> set[Op]:
+    """Drops broadcasts that read an in-group value other than per row
+    (e.g. a [B,H,S] value along the rows of [B,H,S,S]: it joined the group
+    through another user) and everything after them in the group."""
+    out: set[Op] = set()
+    for op in ops:
+        if op not in group:
+            continue
+        ins = [x for x in op.operands if producer.get(x) in group]
+        if any(producer[x] not in out for x in ins):
+            continue
+        if op.name == "broadcast_in_dim" and ins and not _outer_identity(ins[0], op, rs):
+            continue
+        out.add(op)
+    return out
+
+
 def _drop_escaping_scalars(group: set[Op], rs: RowShape, users: dict,
                            rets: set[Value]) -> set[Op]:
     """Rank-0 values read outside the kernel stay outside: the kernel
@@ -176,7 +194,8 @@ def stitch(func: Func) -> Func:
                 users.setdefault(x, []).append(o)
         rs = RowShape(op.operands[0].shape)
         group = _make_convex(_grow(op, rs, producer, users, taken), ops, producer)
-        group = _drop_escaping_scalars(group, rs, users, set(func.rets))
+        group = _drop_escaping_scalars(_drop_shifted_reads(group, ops, producer, rs), rs,
+                                       users, set(func.rets))
         if not any(o.name == "reduce" for o in group):
             continue
         taken |= group
