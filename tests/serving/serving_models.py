@@ -113,3 +113,22 @@ def save_tf1(path: str) -> list:
                                    "probs": sig({"x": x}, {"probs": probs, "hidden": h})})
             builder.save()
     return TF1_SHAPES
+
+
+def save_partly_static(path: str) -> None:
+    """A signature with clusters that cannot be compiled ahead of time: one
+    inside a `_noinline` function, one fed by that function's output (rank
+    unknown until run time)."""
+    import tensorflow as tf
+
+    @tf.function(experimental_attributes={"_noinline": True})
+    def inner(y):
+        return tf.tanh(y * 0.5 + 1.0) * tf.sigmoid(y)
+
+    class Model(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
+        def serve(self, x):
+            return {"y": inner(x * 3.0 - 1.0) * 2.0 + 1.0}
+
+    model = Model()
+    tf.saved_model.save(model, path, signatures={"serving_default": model.serve})

@@ -104,6 +104,30 @@ def test_only_chosen_signatures_converted(serving_base, tmp_path):
         disc.convert_saved_model(m.original, str(tmp_path / "bad"), ["nope"])
 
 
+def test_clusters_left_to_run_time_reported_and_run(disc, serving_base, tmp_path):
+    import numpy as np
+    import tensorflow as tf
+
+    from serving_models import save_partly_static
+
+    src, dst = str(tmp_path / "partly"), str(tmp_path / "partly_disc")
+    save_partly_static(src)
+    lines = []
+    summary = disc.convert_saved_model(src, dst, progress=lines.append,
+                                       cache_dir=os.path.join(serving_base, "cache"))
+    reasons = sorted(r.reason for r in summary.clusters if not r.compiled)
+    assert summary.compiled >= 1
+    assert reasons == ["input rank unknown before run time",
+                       "inside a called function body, compiled at run time"]
+    assert sum("left to run time:" in ln for ln in lines) == 2
+    fn = tf.saved_model.load(dst).signatures["serving_default"]
+    for shape in [(2, 3), (7, 1), (4, 9)]:
+        x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+        h = x * 3.0 - 1.0
+        want = np.tanh(h * 0.5 + 1.0) / (1.0 + np.exp(-h)) * 2.0 + 1.0
+        np.testing.assert_allclose(fn(x=tf.constant(x))["y"].numpy(), want, rtol=1e-5, atol=1e-5)
+
+
 def test_tf1_signatures_and_variables_unchanged(serving_base):
     import tensorflow as tf
 

@@ -149,4 +149,12 @@ def compile_launches(graph_def, input_map_fn: Callable[[], dict], compile_option
         progress(f"  cluster {node.name} ({rep.ops} ops, key {rep.key or '-'}): " +
                  (f"compiled in {rep.seconds:.2f}s, {rep.size} bytes" if rep.compiled
                   else f"left to run time ({rep.reason})"))
+    for func in graph_def.library.function:  # e.g. a _noinline function
+        for node in func.node_def:
+            if node.op == DISC_LAUNCH:
+                fname = node.attr["f"].func.name
+                reports.append(ClusterReport(
+                    f"{func.signature.name}/{node.name}", fname, len(fdefs[fname].node_def),
+                    reason="inside a called function body, compiled at run time"))
+                progress(f"  cluster {reports[-1].node}: left to run time ({reports[-1].reason})")
     return reports
