@@ -118,6 +118,13 @@ def _broadcast(a: tuple, b: tuple) -> Optional[tuple]:
     return tuple(out)
 
 
+def _needs_unknown_attr(op_def) -> bool:
+    """An attr without a default that the generator cannot choose (e.g.
+    Bucketize's boundaries): such ops are skipped, not called wrongly."""
+    return any(a.type != "type" and not a.HasField("default_value") and
+               a.name != "alpha" for a in op_def.attr)
+
+
 class OpCatalog:
     """What the registry supports, sorted into families the generator knows."""
 
@@ -129,6 +136,7 @@ class OpCatalog:
         self.types: dict[str, set] = {}
         self.unary: list[str] = []
         self.binary: list[str] = []
+        self.binary_same: list[str] = []   # 2 inputs of one shape, no broadcasting
         self.special: set[str] = set()
         self.skipped: list[str] = []
         self.arg_names: dict[str, list] = {}
@@ -150,12 +158,15 @@ class OpCatalog:
                 continue
             n_in = len(op_def.input_arg)
             if any(a.number_attr or a.type_list_attr for a in op_def.input_arg) or \
-                    len(op_def.output_arg) != 1 or rule.fusion != "elementwise":
+                    len(op_def.output_arg) != 1 or rule.fusion != "elementwise" or \
+                    _needs_unknown_attr(op_def):
                 self.skipped.append(name)
             elif n_in == 1 and rule.shape_rule.__name__ == "same_shape":
                 self.unary.append(name)
             elif n_in == 2 and rule.shape_rule.__name__ == "broadcast_shape":
                 self.binary.append(name)
+            elif n_in == 2 and rule.shape_rule.__name__ == "same_shape":
+                self.binary_same.append(name)   # TanhGrad, ReluGrad, ...
             else:
                 self.skipped.append(name)
         self.rules = registry.REGISTRY
@@ -243,14 +254,18 @@ class Generator:
 
     def g_binary(self) -> bool:
         dt = self.rng.choice(self._live_dtypes())
-        ops = self.cat.ops_for(self.cat.binary, dt)
+        ops = self.cat.ops_for(self.cat.binary + self.cat.binary_same, dt)
         if not ops:
             return False
         op = self.rng.choice(ops)
         attrs = {}  # e.g. Equal's incomplete_shape_error: TF's default is the allowed value
         a, _, ashape = self._arg(self._pick(dt))
-        b, _, bshape = self._arg(self._pick(dt, lambda v: _broadcast(ashape, v.shape) is not None,
-                                            fresh_shape=self._compatible(ashape)))
+        if op in self.cat.binary_same:
+            b, _, bshape = self._arg(self._pick(dt, lambda v: v.shape == ashape,
+                                                fresh_shape=ashape))
+        else:
+            b, _, bshape = self._arg(self._pick(dt, lambda v: _broadcast(ashape, v.shape)
+                                                is not None, fresh_shape=self._compatible(ashape)))
         if self.rng.random() < 0.5:
             a, ashape, b, bshape = b, bshape, a, ashape
         shape = _broadcast(ashape, bshape)
