@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..dtypes import ALL
+from ..errors import template_text
 from .rule import OpRule, broadcast_shape
 
 
@@ -29,7 +30,7 @@ def lower_select(b, node, xs):
     else:
         cshape = b.assert_same_shape(
             cond, x, node.name, node.op,
-            "Inputs to operation " + node.name.replace("{", "(").replace("}", ")")
+            "Inputs to operation " + template_text(node.name)
             + " of type Select must have the same size and shape.  "
             "Input 0: {0} != input 1: {1}")
         cond, x, y = (b.reshape_to(v, cshape) for v in (cond, x, y))
