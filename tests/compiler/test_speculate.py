@@ -128,3 +128,18 @@ def test_gate_incompatible_is_tf_error(compiler):
 def test_layernorm_both_versions_vs_tf(compiler, xs, c):
     f = lambda r: rng.standard_normal(r).astype(np.float32)  # noqa: E731
     _run(compiler, layernorm, [S3, V, V], [f(xs) + 3, f((c,)), f((c,))], tol=2e-4)
+
+
+def test_derived_dims_are_not_merged():
+    # bcast(mul(s0,s1),s2): the guard can only check input dims, so the
+    # product is never assumed equal to s2
+    text = """func @f(%arg0: f32[s0,s1], %arg1: f32[s2]) {
+  %v0 = reshape(%arg0) : f32[mul(s0,s1)]
+  assert_broadcastable() {"lhs": ["mul(s0,s1)"],"msg": "m","node": "a","op": "AddV2","rhs": ["s2"]}
+  %v1 = broadcast_in_dim(%v0) {"broadcast_dimensions": [0]} : f32[bcast(mul(s0,s1),s2)]
+  %v2 = broadcast_in_dim(%arg1) {"broadcast_dimensions": [0]} : f32[bcast(mul(s0,s1),s2)]
+  %v3 = add(%v1, %v2) : f32[bcast(mul(s0,s1),s2)]
+  return(%v3)
+}
+"""
+    assert speculate(verify(parse_func(text))) is None

@@ -64,15 +64,16 @@ def _merge_pairs(func: Func) -> _Classes | None:
         pairs += [(parts[0], p) for p in parts[1:]]
     merged = False
     for a, b in pairs:
-        for x in bcast_parts(a)[1:] + bcast_parts(b)[1:]:
-            if not cls.union(bcast_parts(a)[0], x):
-                return None
-        a, b = bcast_parts(a)[0], bcast_parts(b)[0]
-        if "1" in (a, b) or a == b:
+        atoms = [x for x in bcast_parts(a) + bcast_parts(b) if x != "1"]
+        # only input symbols and static dims: the guard checks input dims
+        if any(parse_dim(x)[0] not in ("sym", "const") for x in atoms):
             continue
-        if not cls.union(a, b):
-            return None
-        merged = True
+        for x in atoms[1:]:
+            if cls.find(x) == cls.find(atoms[0]):
+                continue
+            if not cls.union(atoms[0], x):
+                return None
+            merged = True
     return cls if merged else None
 
 
