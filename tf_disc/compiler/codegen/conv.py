@@ -8,13 +8,13 @@ convolutions, the filter.  SAME puts the smaller half of the padding on top
 and left, as TF does."""
 from __future__ import annotations
 
+from ..errors import template_text
 from ..ir.core import Op, Value
 from .cstr import c_string
 
 _KINDS = {"conv": "DISC_WINDOW_CONV", "depthwise": "DISC_WINDOW_DEPTHWISE",
           "max_pool": "DISC_WINDOW_MAX_POOL", "avg_pool": "DISC_WINDOW_AVG_POOL"}
-_NEGATIVE = ("Computed output size would be negative: {0} [input_size: {1}]"
-             " (node '{node}', op {op})")
+_NEGATIVE = "Computed output size would be negative: {0} [input_size: {1}]"
 
 
 def _pad_lines(axis: str, size: str, out: str, k: str, stride: int, dil: int,
@@ -47,7 +47,7 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     dn.lines = []
     (sh, sw), (dh, dw) = a["strides"], a["dilations"]
     pt, pb, pl, pr = a["pads"]
-    msg = c_string(_NEGATIVE.replace("{node}", a["node"]).replace("{op}", a["op"]))
+    msg = c_string(_NEGATIVE + template_text(f" (node '{a['node']}', op {a['op']})"))
     filt = ptr[op.operands[1]] if len(op.operands) > 1 else "nullptr"
     out += [f"  {{  // window {k}: {a['kind']} {op.result.name}",
             "    DiscWindowArgs w = {};",
