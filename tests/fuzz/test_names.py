@@ -55,6 +55,23 @@ def test_error_message_shows_a_brace_name_verbatim(tmp_path):
     assert f"node '{names[addn]}'" in err, err
 
 
+def test_conv_negative_size_message_shows_the_name_verbatim(tmp_path):
+    f = tf.function(lambda x, w: tf.nn.conv2d(x * 2.0, w, strides=1, padding="VALID"))
+    concrete = f.get_concrete_function(tf.TensorSpec([None] * 4, tf.float32),
+                                       tf.TensorSpec([None] * 4, tf.float32))
+    conv = next(nd.name for nd in concrete.function_def.node_def if nd.op == "Conv2D")
+    hostile = "c{0}{op}{node}{{1}}'\n"
+    fdef, _ = rename_nodes(concrete.function_def.SerializeToString(), seed=5,
+                           fixed={conv: hostile})
+    spec = {"dtype": 1, "rank": 4, "value": None}
+    reply = _compile(fdef, [spec, spec], str(tmp_path))
+    assert reply["ok"], reply
+    x, w = np.ones((1, 1, 1, 1), np.float32), np.ones((3, 3, 1, 1), np.float32)
+    _, err = _run(reply["path"], [x, w], [np.float32])
+    assert "Computed output size would be negative" in err, err
+    assert f"(node '{hostile}', op Conv2D)" in err, err
+
+
 @pytest.mark.parametrize("case", range(NAME_CASES))
 def test_renamed_programs_behave_the_same(tmp_path, case):
     seed = NAME_SEED + case
