@@ -119,15 +119,16 @@ def test_mean_over_empty_axes(disc, dtype, shape):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("fill", [tf.zeros_like, tf.ones_like])
+@pytest.mark.parametrize("fill", [tf.zeros_like, tf.ones_like,
+                                  lambda v: tf.cast(tf.shape(v), v.dtype) * 2])
 @pytest.mark.parametrize("make", [
     lambda x, y: tf.math.floordiv(x, y),                      # fuzz seed 101303
     lambda x, y: tf.raw_ops.Pow(x=x, y=tf.zeros_like(x) + y),  # fuzz seed 202714
     lambda x, y: tf.math.floormod(x * 3, y) + 1,
 ])
 def test_error_of_a_value_only_filled_is_raised(disc, fill, make):
-    # ZerosLike/OnesLike read only the shape of their input; TF still runs
-    # the op producing it and raises its error, so must we.
+    # ZerosLike/OnesLike/Shape read only the shape of their input; TF still
+    # runs the op producing it and raises its error, so must we.
     fn = lambda x, y: (fill(make(x, y)), x + 1)  # noqa: E731
     specs = [_spec(tf.int32, 2), _spec(tf.int32, 0)]
     f = tf.function(fn, input_signature=specs)
