@@ -5,10 +5,10 @@ time (cold compile cache), size of the SavedModel before and after, and in
 fresh serving processes (only the op library loaded, compiler blocked; the
 original runs in stock TF in the same process) load time and first-request
 latency of the original vs the converted model: medians over --runs
-processes (alternating which model loads first), with ratios
-converted/original.
+processes (each first loads and runs the original once, untimed, so that
+neither timed model pays TF's start-up), with ratios converted/original.
 
-usage: python benchmarks/serving_conversion.py [--runs 6] [--models bert,cnn,tf1]
+usage: python benchmarks/serving_conversion.py [--runs 5] [--models bert,cnn,tf1]
 """
 from __future__ import annotations
 
@@ -37,18 +37,16 @@ def _size(path: str) -> int:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-def _fresh(original: str, converted: str, fmt: str, signature: str, shapes: list,
-           converted_first: bool) -> dict:
+def _fresh(original: str, converted: str, fmt: str, signature: str, shapes: list) -> dict:
     cmd = [sys.executable, os.path.join(SERVING, "serving_check.py"), original, converted,
-           fmt, signature, json.dumps(shapes[:1])] + ["--converted-first"] * converted_first
+           fmt, signature, json.dumps(shapes[:1]), "--warm-up"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=6, help="fresh processes per model "
-                        "(half load the converted model first)")
+    parser.add_argument("--runs", type=int, default=5, help="fresh processes per model")
     parser.add_argument("--models", default="bert,cnn,tf1")
     args = parser.parse_args()
     import blade_disc_tf as disc
@@ -63,7 +61,7 @@ def main() -> None:
         start = time.perf_counter()
         summary = disc.convert_saved_model(src, dst, cache_dir=os.path.join(work, "cache_" + name))
         convert_s = time.perf_counter() - start
-        runs = [_fresh(src, dst, fmt, signature, shapes, i % 2 == 1) for i in range(args.runs)]
+        runs = [_fresh(src, dst, fmt, signature, shapes) for _ in range(args.runs)]
         assert all(r["compiles"] == 0 and not r["fallback_reasons"] for r in runs)
 
         def median(kind: str, which: str) -> float:
@@ -76,8 +74,8 @@ def main() -> None:
               f"{sizes[0]:7.0f}/{sizes[1]:<7.0f} {sizes[1] / sizes[0]:6.2f} "
               f"{load[0]:8.0f}/{load[1]:<9.0f} {load[1] / load[0]:6.2f} "
               f"{first[0]:10.1f}/{first[1]:<10.1f} {first[1] / first[0]:6.2f}")
-    print(f"(medians over {args.runs} fresh processes, alternating which model loads first; "
-          "the original runs in stock TF, the converted model through its embedded executables)")
+    print(f"(medians over {args.runs} fresh processes after an untimed warm-up; the original "
+          "runs in stock TF, the converted model through its embedded executables)")
 
 
 if __name__ == "__main__":

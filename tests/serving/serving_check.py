@@ -3,12 +3,12 @@ loaded, the Python compiler cannot be imported and `c++` on PATH fails.  Runs
 the original and the converted SavedModel on the same random inputs and
 prints one JSON line: max errors, DiscLaunch stats, load and first-request
 times.  With --save-io it also writes inputs and reference outputs as raw
-float32 files for the C++ serving program.  --converted-first loads and
-runs the converted model first (timings otherwise favour the second model,
-which finds TF warmed up).
+float32 files for the C++ serving program.  --warm-up first loads and runs
+the original once, untimed, so that neither timed model pays TF's one-time
+start-up (otherwise the first model loaded does).
 
 usage: serving_check.py ORIGINAL CONVERTED FORMAT SIGNATURE SHAPES_JSON
-                        [--save-io DIR] [--converted-first]
+                        [--save-io DIR] [--warm-up]
 """
 from __future__ import annotations
 
@@ -85,11 +85,13 @@ def main(argv):
 
     disc.load_ops()
     model_cls = _TF2 if fmt == "tf2" else _TF1
-    order = [("original", original), ("converted", converted)]
-    if "--converted-first" in argv:
-        order.reverse()
-    models, times, feeds = {}, {}, None
-    for label, path in order:
+    feeds = None
+    if "--warm-up" in argv:
+        warm = model_cls(original, signature)
+        feeds = _inputs(shapes, warm.names, seed=len(shapes))
+        warm(feeds[0])
+    models, times = {}, {}
+    for label, path in (("original", original), ("converted", converted)):
         model = models[label] = model_cls(path, signature)
         feeds = feeds or _inputs(shapes, model.names, seed=len(shapes))
         start = time.perf_counter()

@@ -47,8 +47,9 @@ def convert(src: str, dst: str, saved_model, compile_options, min_cluster_size: 
     reports = {}
     for meta in saved_model.meta_graphs:
         label = ",".join(meta.meta_info_def.tags) + ":" + ",".join(sorted(meta.signature_def))
-        if has_launches(meta.graph_def):
-            progress(f"signatures {label}: already converted, kept as is")
+        if has_launches(meta.graph_def) or not meta.signature_def:
+            why = "already converted" if meta.signature_def else "no signatures"
+            progress(f"signatures {label}: {why}, kept as is")
             reports[label] = []
             continue
         out = cluster_meta_graph(meta, _fetches(meta), min_cluster_size)
