@@ -17,8 +17,8 @@ def _node_ops(graph_defs: Iterable) -> List[str]:
     return ops
 
 
-def tf2_executed_ops(call: Callable[[], object]) -> List[str]:
-    """Op types of the post-optimization graphs of the functions `call` ran.
+def tf2_function_graphs(call: Callable[[], object]) -> list:
+    """The run metadata's function graphs recorded while `call` ran.
 
     TF records a function's graphs when it instantiates (and optimizes) it, so
     `call` must be the function's first call."""
@@ -26,11 +26,16 @@ def tf2_executed_ops(call: Callable[[], object]) -> List[str]:
     ctx.enable_run_metadata()
     try:
         call()
-        metadata = ctx.export_run_metadata()
+        return list(ctx.export_run_metadata().function_graphs)
     finally:
         ctx.disable_run_metadata()
+
+
+def tf2_executed_ops(call: Callable[[], object]) -> List[str]:
+    """Op types of the post-optimization graphs of the functions `call` ran
+    (first call only, see tf2_function_graphs)."""
     graphs = []
-    for function_graph in metadata.function_graphs:
+    for function_graph in tf2_function_graphs(call):
         graphs.append(function_graph.post_optimization_graph)
         graphs.extend(function_graph.partition_graphs)
     return _node_ops(graphs)

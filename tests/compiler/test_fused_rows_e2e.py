@@ -5,8 +5,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from graph_inspection import cluster_stats, total
-from tensorflow.python.eager import context
+from graph_inspection import cluster_stats, tf2_function_graphs, total
 
 C = 48
 SHAPES = [(2, 7), (1, 1), (4, 33), (3, 0), (1, 128), (5, 2), (2, 64), (6, 9)]
@@ -16,14 +15,8 @@ def _top_level_ops(call) -> list:
     """Node ops of the optimized graphs that hold DiscLaunch nodes (not
     their libraries, which hold every function this process defined; TF
     may also report graphs other tests instantiated)."""
-    ctx = context.context()
-    ctx.enable_run_metadata()
-    try:
-        call()
-        md = ctx.export_run_metadata()
-    finally:
-        ctx.disable_run_metadata()
-    graphs = [[n.op for n in fg.post_optimization_graph.node] for fg in md.function_graphs]
+    graphs = [[n.op for n in fg.post_optimization_graph.node]
+              for fg in tf2_function_graphs(call)]
     return [op for g in graphs if "DiscLaunch" in g for op in g]
 
 
