@@ -39,6 +39,21 @@ def conformance(tmp_path_factory):
     return results["results"] if isinstance(results, dict) else results, done.stdout
 
 
+# Measured: 431 of the 446 CPU cases pass compiled (96.6%).  The rest stay in
+# TF with a reason: SparseSegmentMean/Sum (13; the output size comes from
+# the segment id values) and two Conv2DBackprop* cases.
+MIN_PASSED_COMPILED = 431
+
+
+def test_pass_count_threshold(conformance):
+    results, _ = conformance
+    cpu = [r for r in results if r["status"] != "SKIP"]
+    passed = [r for r in cpu if r["status"] == "PASS"]
+    assert len(cpu) == 446, len(cpu)
+    assert len(passed) >= MIN_PASSED_COMPILED, "\n".join(
+        f"{r['id']}: {r['reason']}" for r in cpu if r["status"] != "PASS")
+
+
 def _supported_ops():
     from blade_disc_tf.compiler.registry import support_table
     return set(support_table()["ops"])
