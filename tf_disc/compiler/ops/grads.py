@@ -74,22 +74,28 @@ def _tanh_grad(b, y, dy, node):
         "subtract", _k(b, 1, y), b.elementwise("multiply", y, y)))
 
 
-def _rsqrt_grad(b, y, dy, node):
-    cube = b.elementwise("multiply", b.elementwise("multiply", dy, y),
-                         b.elementwise("multiply", y, y))
-    return b.elementwise("multiply", _k(b, -0.5, y), cube)
-
-
-def _sqrt_grad(b, y, dy, node):
-    """Eigen returns 0 for a zero gradient (no 0/0 NaN at y == 0)."""
-    q = b.elementwise("divide", b.elementwise("multiply", _k(b, 0.5, dy), dy), y)
+def _zero_where_dy_zero(b, dy, q):
+    """Eigen's Sqrt/Rsqrt/Reciprocal gradients return 0 for a zero gradient
+    (mul_no_nan: no 0*inf or 0/0 NaN at y == 0 or y == inf)."""
     zero = b.elementwise("compare", dy, _k(b, 0, dy), direction="EQ")
     return b.elementwise("select", zero, _k(b, 0, dy), q, dtype=dy.dtype)
 
 
+def _rsqrt_grad(b, y, dy, node):
+    cube = b.elementwise("multiply", b.elementwise("multiply", dy, y),
+                         b.elementwise("multiply", y, y))
+    return _zero_where_dy_zero(b, dy, b.elementwise("multiply", _k(b, -0.5, y), cube))
+
+
+def _sqrt_grad(b, y, dy, node):
+    q = b.elementwise("divide", b.elementwise("multiply", _k(b, 0.5, dy), dy), y)
+    return _zero_where_dy_zero(b, dy, q)
+
+
 def _reciprocal_grad(b, y, dy, node):
-    return b.elementwise("multiply", b.elementwise("multiply", b.elementwise("negate", dy), y),
-                         y)
+    """-(y*y)*dy, as Eigen's packet and scalar forms both compute it."""
+    yy = b.elementwise("negate", b.elementwise("multiply", y, y))
+    return _zero_where_dy_zero(b, dy, b.elementwise("multiply", yy, dy))
 
 
 _RELU_MSG = "g and a must be the same size: {0} vs. {1}"
