@@ -78,3 +78,19 @@ def test_subnormal_inputs_get_one_of_tfs_answers(disc, dtype, name, fn, exact):
         ok = same(packet) | same(scalar)
         assert ok.all(), (name, x[~ok], y[~ok], got[~ok], scalar[~ok], packet[~ok])
     assert counter(disc.stats(), "fallbacks") == 0, disc.stats()
+
+
+@pytest.mark.parametrize("op", ["ReciprocalGrad", "InvGrad", "RsqrtGrad", "SqrtGrad"])
+def test_reciprocal_rsqrt_sqrt_grad_zero_gradient_is_zero(disc, op):
+    # fuzz seed 3001590: ReciprocalGrad(1e20, 0) is 0 in TF (Eigen's
+    # mul_no_nan), we gave -inf * 0 = NaN.
+    vals = np.array([1e20, -1e20, np.inf, -np.inf, 0.0, -0.0, 1e-30, 2.0, np.nan], np.float32)
+    y = np.repeat(vals, len(vals))
+    dy = np.tile(vals, len(vals))
+    fn = lambda y, dy: getattr(tf.raw_ops, op)(y=y * 1.0, dy=dy)  # noqa: E731
+    f = tf.function(fn, input_signature=[tf.TensorSpec([None], tf.float32)] * 2)
+    want = np.array([fn(tf.constant([a]), tf.constant([b])).numpy()[0] for a, b in zip(y, dy)])
+    got = f(y, dy).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+    assert counter(disc.stats(), "fallbacks") == 0, disc.stats()
