@@ -135,6 +135,7 @@ def run_workload(label: str, requests, floor_requests, mode_list: List[Mode], re
         modes.configure_disc(mode.ours, mode.async_compile)
         reqs = floor_requests if mode.floor else requests
         modes.reset_peak_rss()
+        rss_before = modes.rss_mb()
         start = time.perf_counter()
         fn = mode.make()
         if fn is None:
@@ -161,7 +162,7 @@ def run_workload(label: str, requests, floor_requests, mode_list: List[Mode], re
                 print(f"{mode.name}: FALLBACKS {fallbacks}")
         elif mode.name == "xla":
             mode.compiles = str(len({r[0].shape for r in reqs}))  # XLA: once per shape
-        results[mode.name] = (outputs, modes.peak_rss_mb())
+        results[mode.name] = (outputs, modes.peak_rss_mb(), rss_before)
         timelines[mode.name], runners[mode.name] = timeline, (fn, reqs)
     disc.enable(async_compile=False)  # sync reloads of ours from the disk cache below
     for name, (fn, reqs) in runners.items():  # untimed warm-up round
@@ -173,20 +174,23 @@ def run_workload(label: str, requests, floor_requests, mode_list: List[Mode], re
 
 
 def print_results(label: str, mode_list: List[Mode], timelines, results) -> None:
-    want = results.get("tf", (None,))[0]
+    want = results["tf"][0] if "tf" in results else None
     rows = []
     for mode in mode_list:
         if mode.name not in timelines:
             continue
-        t, (outputs, rss) = timelines[mode.name], results[mode.name]
+        t, (outputs, peak, rss_before) = timelines[mode.name], results[mode.name]
         diff = "-" if want is None or mode.floor else f"{modes.max_diff(outputs, want):.2e}"
         rows.append({"mode": mode.name, "cold_s": t.cold_s, "steady_s": t.steady_s,
                      "p50_ms": 1e3 * modes.percentile(t.latencies, 50),
                      "p90_ms": 1e3 * modes.percentile(t.latencies, 90),
                      "compiles": mode.compiles, "DiscLaunch": mode.launches,
-                     "peak_rss_MB": rss, "max_diff_vs_tf": diff})
+                     "peak_rss_MB": peak, "rss_growth_MB": peak - rss_before,
+                     "max_diff_vs_tf": diff})
     print_table(f"Workload {label} (xla compiles = distinct shapes)", rows)
     base = {name: timelines[name] for name in ("tf", "xla", "gemm_floor(ours)") if name in timelines}
+    if not base:
+        return
     ratio_rows = []
     for name, t in timelines.items():
         row = {"mode": name}
@@ -216,7 +220,9 @@ def main() -> None:
           f"layers {config.layers}; {os.cpu_count()} CPUs; steady = median of {repeats} pass(es)")
     print("peak_rss_MB: VmHWM over each mode's cold pass, " + (
         "reset before each mode" if modes.reset_peak_rss()
-        else "CUMULATIVE (this kernel refuses clear_refs)"))
+        else "CUMULATIVE (this kernel refuses clear_refs)") +
+        "; rss_growth_MB: that peak minus VmRSS when the mode started (earlier modes' "
+        "memory stays resident)")
     for label in args.workload:
         requests = workload(label, config.vocab, args.quick)
         rng = np.random.default_rng(1)

@@ -18,14 +18,23 @@ Request = Sequence[np.ndarray]
 _CACHE_ROOT: Optional[tempfile.TemporaryDirectory] = None  # removed at exit
 
 
+def _status_mb(field: str) -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
 def peak_rss_mb() -> float:
     """VmHWM of this process (reset by reset_peak_rss where the kernel
     allows, otherwise cumulative over the whole run)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
+    return _status_mb("VmHWM")
+
+
+def rss_mb() -> float:
+    """VmRSS now: what earlier modes left resident is in every later peak."""
+    return _status_mb("VmRSS")
 
 
 def reset_peak_rss() -> bool:
