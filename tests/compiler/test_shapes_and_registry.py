@@ -48,6 +48,6 @@ def test_support_table_format():
             assert enums and all(isinstance(e, int) for e in enums)
     assert ops["BiasAdd"]["attr_values"] == {"data_format": ["NHWC"]}
     assert ops["Equal"]["attr_values"] == {"incomplete_shape_error": [True]}
-    assert ops["Exp"]["type_attrs"] == {"T": [1, 2]}
+    assert ops["Exp"]["type_attrs"] == {"T": [1, 2, 19, 14]}  # float, double, half, bfloat16
     assert ops["LogicalAnd"]["type_attrs"] == {}
     assert "Conv2D" not in ops
