@@ -62,8 +62,8 @@ GemmArgs ConvGemm(const DiscWindowArgs& w, int64_t m, const void* a, void* c) {
 }
 
 // Convolution as GEMMs: a 1x1/stride-1/unpadded one reads the input as the
-// patch matrix; otherwise each task builds patch panels of `panel` rows (a
-// few hundred KB, cache-resident) and multiplies them single-threaded.
+// patch matrix; otherwise each task builds patch panels of `panel` rows (up
+// to 1 MB, L2-resident) and multiplies them single-threaded.
 template <typename T>
 bool Conv(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
           const GemmParallelFor& parallel_for, std::string* error) {
@@ -76,9 +76,21 @@ bool Conv(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
                    error);
   }
   const int64_t panel = std::max<int64_t>(
-      16, std::min<int64_t>(512, (int64_t(256) * 1024 / sizeof(T) / std::max<int64_t>(k, 1))
-                                     / 16 * 16));
+      32, std::min<int64_t>(1024, (int64_t(1024) * 1024 / sizeof(T) / std::max<int64_t>(k, 1))
+                                      / 16 * 16));
   const int64_t panels = CeilDiv(rows, panel);
+  // Few rows (deep layers, small images): one patch matrix and the threaded
+  // GEMM, which packs the filter once instead of once per panel.
+  if (num_threads > 1 && panels < 2 * num_threads) {
+    std::unique_ptr<T[]> buf(new (std::nothrow) T[rows * k]);
+    if (!buf) {
+      *error = "conv2d: out of memory for the patch matrix";
+      return false;
+    }
+    Im2Col<T>(w, 0, rows, buf.get());
+    return RunGemm(ConvGemm(w, rows, buf.get(), out), num_threads, eigen_pool, parallel_for,
+                   error);
+  }
   // Few panels (small images, deep layers): split the output channels too,
   // so every thread has work (each column block rebuilds its panel).
   int64_t col_blocks = 1;
