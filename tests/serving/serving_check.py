@@ -113,6 +113,7 @@ def main(argv):
         "runs": sum(c["runs"] for c in stats.values()),
         "cache_hits": sum(c["cache_hits"] for c in stats.values()),
         "fallback_reasons": {r: n for c in stats.values() for r, n in c["fallback_reasons"].items()},
+        "clusters_created": disc.stats()["optimizer"].get("clusters_created", 0),
         "compiler_imported": any(m.startswith("blade_disc_tf.compiler") for m in sys.modules),
     }))
 
