@@ -128,6 +128,18 @@ def test_clusters_left_to_run_time_reported_and_run(disc, serving_base, tmp_path
         np.testing.assert_allclose(fn(x=tf.constant(x))["y"].numpy(), want, rtol=1e-5, atol=1e-5)
 
 
+def test_broken_compiler_leaves_clusters_to_run_time(serving_base, tmp_path):
+    import blade_disc_tf as disc
+
+    m = convert("tf1", serving_base)
+    summary = disc.convert_saved_model(m.original, str(tmp_path / "out"), cxx="/nonexistent/c++",
+                                       cache_dir=str(tmp_path / "empty_cache"))
+    assert summary.clusters and summary.compiled == 0
+    assert all(r.reason.startswith("compile failed: cannot run C++ compiler")
+               for r in summary.clusters)
+    assert all(not n.attr["executables"].list.s for n in _launches(str(tmp_path / "out")))
+
+
 def test_tf1_signatures_and_variables_unchanged(serving_base):
     import tensorflow as tf
 

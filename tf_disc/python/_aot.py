@@ -111,8 +111,6 @@ def compile_launches(graph_def, input_map_fn: Callable[[], dict], compile_option
     """Compiles and embeds every top-level launch of `graph_def` (in place)."""
     from blade_disc_tf.compiler import service
 
-    features = _embed.required_cpu_features(compile_options.cxx,
-                                            tuple(compile_options.extra_cflags))
     fdefs = {f.signature.name: f for f in graph_def.library.function}
     shapes, outputs = launch_shapes(graph_def, input_map_fn)
     reports = []
@@ -141,6 +139,9 @@ def compile_launches(graph_def, input_map_fn: Callable[[], dict], compile_option
             if reply.get("ok"):
                 with open(reply["path"], "rb") as f:
                     library = f.read()
+                # Asked only now: the compiler is known to work.
+                features = _embed.required_cpu_features(compile_options.cxx,
+                                                        tuple(compile_options.extra_cflags))
                 node.attr["executables"].list.s.append(
                     _embed.encode_entry(rep.key, library, features))
                 rep.compiled, rep.size = True, len(library)
