@@ -63,7 +63,8 @@ GemmArgs ConvGemm(const DiscWindowArgs& w, int64_t m, const void* a, void* c) {
 
 // Convolution as GEMMs: a 1x1/stride-1/unpadded one reads the input as the
 // patch matrix; otherwise each task builds patch panels of `panel` rows (up
-// to 1 MB, L2-resident) and multiplies them single-threaded.
+// to 512 KB, L2-resident, and enough of them to balance the threads) and
+// multiplies them single-threaded.
 template <typename T>
 bool Conv(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
           const GemmParallelFor& parallel_for, std::string* error) {
@@ -76,8 +77,8 @@ bool Conv(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
                    error);
   }
   const int64_t panel = std::max<int64_t>(
-      32, std::min<int64_t>(1024, (int64_t(1024) * 1024 / sizeof(T) / std::max<int64_t>(k, 1))
-                                      / 16 * 16));
+      32, std::min<int64_t>(512, (int64_t(512) * 1024 / sizeof(T) / std::max<int64_t>(k, 1))
+                                     / 16 * 16));
   const int64_t panels = CeilDiv(rows, panel);
   // Few rows (deep layers, small images): one patch matrix and the threaded
   // GEMM, which packs the filter once instead of once per panel.
