@@ -449,7 +449,16 @@ def check_abi_mismatch_falls_back(lib):
     np.testing.assert_allclose(f(x, y).numpy(), ref(x, y), rtol=1e-6)
     reasons = lib.one_cluster()["fallback_reasons"]
     assert list(reasons) == ["load failed: ABI version mismatch: library has 99, "
-                             "runtime expects 2"], reasons
+                             f"runtime expects {_runtime_abi_version()}"], reasons
+
+
+def _runtime_abi_version() -> int:
+    """DISC_ABI_VERSION as the runtime header defines it (not a copy that goes stale)."""
+    import re
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                          "tf_disc", "runtime", "disc_abi.h")
+    with open(header) as fh:
+        return int(re.search(r"#define DISC_ABI_VERSION (\d+)", fh.read()).group(1))
 
 
 CHECKS = {name[len("check_"):]: fn for name, fn in sorted(globals().items())
