@@ -50,4 +50,4 @@ def test_support_table_format():
     assert ops["Equal"]["attr_values"] == {"incomplete_shape_error": [True]}
     assert ops["Exp"]["type_attrs"] == {"T": [1, 2, 19, 14]}  # float, double, half, bfloat16
     assert ops["LogicalAnd"]["type_attrs"] == {}
-    assert "Conv2D" not in ops
+    assert "Conv3D" not in ops
