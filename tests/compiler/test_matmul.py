@@ -160,8 +160,9 @@ def test_einsum_patterns(compiler, eq, sa, sb):
 @pytest.mark.parametrize("eq,why", [
     ("ii,ij->i", "repeated"), ("ij->j", "1 operands"), ("ij,jk", "implicit"),
     ("a...b,bc->a...c", "ellipsis"), ("ij,jk,kl->il", "3 operands"),
-    ("ijk,ikl->jil", "batch labels must lead"), ("bhqk,bkhd->bqhd", "batch labels must lead"),
-    ("bij,jk->bk", "reduction"), ("bqd,bkd->bqk", None)])
+    ("ijk,ikl->ijkl", "contracted label"), ("bi,bi->b", "free label"),
+    ("bij,jk->bk", "reduction"), ("bqd,bkd->bqk", None), ("ijk,ikl->jil", None),
+    ("bhqk,bkhd->bqhd", None)])
 def test_einsum_plan_reasons(eq, why):
     plan, reason = einsum_plan(eq)
     if why is None:

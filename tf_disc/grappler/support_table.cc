@@ -67,12 +67,9 @@ std::string EncodeAttrScalar(const tensorflow::AttrValue& v) {
 // Einsum equations the compiler lowers to one GEMM (mirror of
 // compiler/ops/matmul.py einsum_plan; the Python side is authoritative, this
 // only keeps other equations out of clusters).  Two operands, explicit
-// output, no repeated label within a term, no label summed within one term;
-// batch labels (in both inputs and the output) lead the output; then each
-// operand's free labels as one run, in the order they appear in that
-// operand; free and contracted labels adjacent runs in each operand (the
-// contracted ones in the same order), and each operand's last label free or
-// contracted.
+// output, no ellipsis, no repeated label within a term, no label summed
+// within one term, at least one contracted label and one free label on each
+// side; any label order (the compiler transposes operands and result).
 static bool EinsumIsDot(std::string eq) {
   eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
   const size_t arrow = eq.find("->"), comma = eq.find(',');
@@ -90,37 +87,13 @@ static bool EinsumIsDot(std::string eq) {
   for (char c : out) if (!has(lhs, c) && !has(rhs, c)) return false;
   for (char c : lhs) if (!has(out, c) && !has(rhs, c)) return false;
   for (char c : rhs) if (!has(out, c) && !has(lhs, c)) return false;
-  std::string batch, contract, lfree, rfree;
+  bool contract = false, lfree = false, rfree = false;
+  for (char c : lhs) contract = contract || (has(rhs, c) && !has(out, c));
   for (char c : out) {
-    if (has(lhs, c) && has(rhs, c)) batch += c;
-    else if (has(lhs, c)) lfree += c;
-    else rfree += c;
+    lfree = lfree || (has(lhs, c) && !has(rhs, c));
+    rfree = rfree || (has(rhs, c) && !has(lhs, c));
   }
-  for (char c : lhs) if (has(rhs, c) && !has(out, c)) contract += c;
-  if (contract.empty() || lfree.empty() || rfree.empty()) return false;
-  if (out.compare(0, batch.size(), batch) != 0) return false;
-  std::string rest = out.substr(batch.size());
-  if (rest.compare(0, lfree.size(), lfree) != 0) {
-    if (rest != rfree + lfree) return false;
-    std::swap(lhs, rhs);
-    std::swap(lfree, rfree);
-  } else if (rest != lfree + rfree) {
-    return false;
-  }
-  auto run = [](const std::string& labels, const std::string& chosen) -> long {
-    size_t at = labels.find(chosen);
-    return at == std::string::npos ? -1 : static_cast<long>(at);
-  };
-  for (const auto& [labels, free] : {std::make_pair(lhs, lfree), std::make_pair(rhs, rfree)}) {
-    long f = run(labels, free), c = run(labels, contract);
-    if (f < 0 || c < 0) return false;
-    long last = static_cast<long>(labels.size()) - 1;
-    if (!(f + static_cast<long>(free.size()) - 1 == last ||
-          c + static_cast<long>(contract.size()) - 1 == last)) {
-      return false;
-    }
-  }
-  return true;
+  return contract && lfree && rfree;
 }
 
 // attr_values token: the value must be an Einsum equation EinsumIsDot takes.

@@ -86,3 +86,34 @@ def fold_binary(b, ir_op: str, xs):
     hy = hy * n if len(hy) == 1 else hy
     out_scalar = x.type.rank == 0 and y.type.rank == 0
     return make_host(b, [fn(u, v) for u, v in zip(hx, hy)], x.dtype, scalar=out_scalar)
+
+
+def fold_gather(b, params, indices, axis: int):
+    """Elements of a shape-valued vector picked by constant in-range indices
+    (tf.tensordot's Shape -> GatherV2 -> Prod), or None (a gather kernel
+    then runs, with TF's range check)."""
+    hp, hi = host_dims(b, params), host_dims(b, indices)
+    if hp is None or hi is None or params.type.rank != 1 or axis != 0:
+        return None
+    if not all(is_static(i) and 0 <= int(i) < len(hp) for i in hi):
+        return None
+    return make_host(b, [hp[int(i)] for i in hi], params.dtype, scalar=indices.type.rank == 0)
+
+
+def fold_reduce(b, x, axes: list[int], kind: str, keep: bool):
+    """Sum/Prod/Max/Min of a whole shape-valued vector as one symbolic dim,
+    or None."""
+    from ..shapes.symbolic import dim_add, dim_max, dim_min, dim_mul
+    hx = host_dims(b, x)
+    if hx is None or x.type.rank != 1 or axes != [0]:
+        return None
+    if kind in ("sum", "prod"):
+        value = (dim_add if kind == "sum" else dim_mul)(*hx)
+    elif kind in ("max", "min") and hx:
+        fn = dim_max if kind == "max" else dim_min
+        value = hx[0]
+        for d in hx[1:]:
+            value = fn(value, d)
+    else:
+        return None
+    return make_host(b, [value], x.dtype, scalar=not keep)

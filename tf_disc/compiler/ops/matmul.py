@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..dtypes import FLOATS
 from ..errors import Unsupported
+from ..shapes.symbolic import dim_mul
 from .rule import OpRule
 
 _SIZE_MSG = "Matrix size-incompatible: In[0]: {0}, In[1]: {1}"
@@ -77,21 +78,17 @@ def _lower_batch_matmul(broadcast: bool):
 
 # -- Einsum ------------------------------------------------------------------
 
-def _group(labels: str, chosen: list[str]) -> list[int] | None:
-    """Positions of `chosen` labels in `labels`, if they form a consecutive
-    run in that order (empty -> None)."""
-    if not chosen:
-        return None
-    start = labels.find(chosen[0])
-    pos = list(range(start, start + len(chosen)))
-    if start < 0 or pos[-1] >= len(labels) or [labels[p] for p in pos] != chosen:
-        return None
-    return pos
-
-
 def einsum_plan(equation: str) -> tuple[dict | None, str]:
-    """Equation -> (dot attrs with "swap": operands exchanged, "") or
-    (None, reason) for equations left to TF."""
+    """Equation -> (plan, "") or (None, reason) for equations left to TF.
+
+    Any two-operand equation without ellipsis, repeated labels or labels
+    summed within one operand is one dot: each operand transposed to
+    (batch, free, contract) / (batch, contract, free), the product transposed
+    to the output order (fold_transposes makes these layouts, not copies).
+    Plan: "swap" (operands exchanged so the output's last free label is the
+    GEMM's rhs side), "lhs"/"rhs" (their labels after the swap), "lhs_perm",
+    "rhs_perm", "out_perm" and the group sizes "batch", "lfree", "contract",
+    "rfree"."""
     eq = equation.replace(" ", "")
     if "." in eq:
         return None, "ellipsis"
@@ -110,39 +107,34 @@ def einsum_plan(equation: str) -> tuple[dict | None, str]:
     for s in (lhs, rhs):
         if set(s) - set(out) - (set(lhs) & set(rhs)):
             return None, "label summed within one operand (reduction)"
+    if out and out[-1] in lhs and out[-1] not in rhs:
+        lhs, rhs = rhs, lhs
+        swap = True
+    else:
+        swap = False
     batch = [c for c in out if c in lhs and c in rhs]
     contract = [c for c in lhs if c in rhs and c not in out]
     lfree = [c for c in out if c in lhs and c not in rhs]
     rfree = [c for c in out if c in rhs and c not in lhs]
     if not contract or not lfree or not rfree:
         return None, "needs a contracted label and a free label on each side"
-    # Output: batch labels first, then one side's free run, then the other's.
-    nb = len(batch)
-    if list(out[:nb]) != batch:
-        return None, "batch labels must lead the output"
-    rest = out[nb:]
-    swap = rest[:len(lfree)] != "".join(lfree)
-    if swap:
-        if rest != "".join(rfree) + "".join(lfree):
-            return None, "free labels of each operand must be contiguous in the output"
-        lhs, rhs, lfree, rfree = rhs, lhs, rfree, lfree
-    elif rest != "".join(lfree) + "".join(rfree):
-        return None, "free labels of each operand must be contiguous in the output"
-    groups = {}
-    for side, labels, free in (("lhs", lhs, lfree), ("rhs", rhs, rfree)):
-        f = _group(labels, free)
-        c = _group(labels, [x for x in lhs if x in contract])  # pairs in lhs order
-        if f is None:
-            return None, f"free labels of {labels!r} must be adjacent, in output order"
-        if c is None:
-            return None, f"contracted labels of {labels!r} must be adjacent, in the same order"
-        if len(labels) - 1 not in f + c:
-            return None, f"last label of {labels!r} is a batch label (would need a copy)"
-        groups[side] = (f, c)
-    return {"swap": swap,
-            "batch_lhs": [lhs.index(c) for c in batch], "batch_rhs": [rhs.index(c) for c in batch],
-            "lhs_free": groups["lhs"][0], "lhs_contract": groups["lhs"][1],
-            "rhs_contract": groups["rhs"][1], "rhs_free": groups["rhs"][0]}, ""
+    logical = batch + lfree + rfree
+    return {"swap": swap, "lhs": lhs, "rhs": rhs,
+            "lhs_perm": [lhs.index(c) for c in batch + lfree + contract],
+            "rhs_perm": [rhs.index(c) for c in batch + contract + rfree],
+            "out_perm": [logical.index(c) for c in out],
+            "batch": len(batch), "lfree": len(lfree), "contract": len(contract),
+            "rfree": len(rfree)}, ""
+
+
+def _transposed(b, x, perm: list[int]):
+    """x with dims permuted: a strided view (free when a dot reads or writes it)."""
+    if perm == list(range(len(perm))):
+        return x
+    strides = [dim_mul(*x.shape[k + 1:]) if k + 1 < len(x.shape) else "1"
+               for k in range(len(x.shape))]
+    return b.emit("view", [x], x.dtype, tuple(x.shape[p] for p in perm),
+                  strides=[strides[p] for p in perm], base="0")
 
 
 class _DotEquations:
@@ -168,12 +160,23 @@ def lower_einsum(b, node, xs):
         raise Unsupported(f"Einsum node '{node.name}': equation "
                           f"{node.attrs.get('equation')!r} not lowered: {reason}")
     lhs, rhs = (xs[1], xs[0]) if plan["swap"] else (xs[0], xs[1])
-    attrs = {k: v for k, v in plan.items() if k != "swap"}
-    # Operand ranks must match the equation.
-    if len(attrs["batch_lhs"]) + len(attrs["lhs_free"]) + len(attrs["lhs_contract"]) != lhs.type.rank \
-            or len(attrs["batch_rhs"]) + len(attrs["rhs_free"]) + len(attrs["rhs_contract"]) != rhs.type.rank:
+    if len(plan["lhs"]) != lhs.type.rank or len(plan["rhs"]) != rhs.type.rank:
         raise Unsupported(f"Einsum node '{node.name}': operand ranks do not match the equation")
-    return [emit_dot(b, node, lhs, rhs, **attrs)]
+    # A label names one size in both operands (no broadcasting without an
+    # ellipsis): TF's check, as an InvalidArgument with its wording.
+    first, second = (plan["rhs"], plan["lhs"]) if plan["swap"] else (plan["lhs"], plan["rhs"])
+    for c in first:
+        if c in second:
+            b.assert_dim_eq(xs[0], first.index(c), xs[1], second.index(c), node.name, node.op,
+                            "Expected dimension {0} at axis %d of input 1 but got dimension {1}"
+                            % second.index(c))
+    nb, nl, nc, nr = plan["batch"], plan["lfree"], plan["contract"], plan["rfree"]
+    product = emit_dot(b, node, _transposed(b, lhs, plan["lhs_perm"]),
+                       _transposed(b, rhs, plan["rhs_perm"]),
+                       list(range(nb)), list(range(nb)), list(range(nb, nb + nl)),
+                       list(range(nb + nl, nb + nl + nc)), list(range(nb, nb + nc)),
+                       list(range(nb + nc, nb + nc + nr)), broadcast_batch=False)
+    return [_transposed(b, product, plan["out_perm"])]
 
 
 def _rank_rule(rank_fn):

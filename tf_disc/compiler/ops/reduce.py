@@ -8,7 +8,7 @@ from .. import dtypes
 from ..dtypes import BOOL, INTS, NUMERIC, FLOATS
 from ..errors import ShapeError
 from ..shapes.symbolic import dim_mul
-from .hostvals import const_ints, make_host
+from .hostvals import const_ints, fold_reduce, make_host
 from .rule import OpRule
 
 
@@ -37,6 +37,9 @@ def _reduction(kind, mean=False):
         keep = bool(node.attrs.get("keep_dims", False))
         if not axes:
             return [x]
+        folded = fold_reduce(b, x, axes, kind, keep)
+        if folded is not None and not mean:
+            return [folded]
         out = reduce_value(b, x, axes, kind, keep)
         if mean:
             count = dim_mul(*[x.shape[d] for d in axes])

@@ -17,7 +17,7 @@ from ..errors import ShapeError, Unsupported
 from ..ir.core import Op
 from ..shapes.symbolic import (dim_add, dim_floordiv, dim_ifzero, dim_max, dim_min, dim_mul,
                                dim_sub, is_static)
-from .hostvals import const_array, const_ints, host_dims, make_host
+from .hostvals import const_array, const_ints, fold_gather, host_dims, make_host
 from .rule import OpRule
 
 
@@ -410,6 +410,9 @@ def lower_gather_v2(b, node, xs):
     if node.attrs.get("batch_dims", 0):
         raise Unsupported(f"node '{node.name}' (GatherV2): batch_dims")
     a = _axis(a, params.type.rank, node)
+    folded = fold_gather(b, params, ind, a)
+    if folded is not None:
+        return [folded]
     shape = params.shape[:a] + ind.shape + params.shape[a + 1:]
     return [b.emit("gather", [params, ind], params.dtype, shape, axis=a)]
 
