@@ -268,3 +268,30 @@ def cross_rows(x):
 def test_cross_row_broadcast_vs_tf(compiler):
     for sh in [(2, 5, 5), (1, 1, 1), (3, 8, 8), (2, 0, 0)]:
         check(compiler, cross_rows, [S3], [_x(sh)], tol=1e-4)
+
+
+def row_reductions(x):
+    # max_ignore_nan and a sum of its exps (softmax's vector lanes) next to a
+    # plain sum, product and NaN-propagating max (scalar lanes for max)
+    e = tf.exp(x - tf.reduce_max(x, -1, keepdims=True))
+    return (tf.reduce_sum(e, -1), tf.reduce_sum(x * x, -1, keepdims=True) * x,
+            tf.reduce_prod(x * 0.01 + 1.0, -1), tf.reduce_max(x, -1))
+
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
+def test_row_reduce_lanes_every_tail(compiler, dtype):
+    # row lengths around the vector widths (8 / 16 lanes, four registers of
+    # them per step): each mix of wide loop, one-register loop and scalar
+    # tail, with NaN/inf/huge entries in every position class
+    exe, out_dt = compiler.executable(row_reductions, [tf.TensorSpec([None, None], dtype)])
+    for n in [1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 80, 127, 130, 200]:
+        x = (rng.standard_normal((6, n)) * 3).astype(dtype.as_numpy_dtype)
+        x[1, rng.integers(n)] = np.nan
+        x[2, n - 1] = np.inf
+        x[3, 0] = -np.inf
+        x[4, rng.integers(n)] = 1e30
+        got = exe([x], out_dt)
+        want = [w.numpy() for w in row_reductions(tf.constant(x))]
+        for k, (g, w) in enumerate(zip(got, want)):
+            np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=f"n={n} out {k}")
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6, err_msg=f"n={n} out {k}")

@@ -215,31 +215,62 @@ def _lane_combine(kind: str, acc: str, v: str) -> str:
     return _combine(kind, acc, v)
 
 
+# Reductions whose lane combine (_lane_combine) is also valid on GCC vector
+# types, for float and double accumulators.
+_VECTOR_KINDS = ("sum", "prod", "max_ignore_nan")
+
+
 def _row_reduce(o: Op, em: _Emitter, scratch: list[Value]) -> list[str]:
     """Reduction of one row into the per-row value o.result: independent
-    accumulators, one vector register wide (64 bytes), combined at the end."""
+    accumulators (one vector register of lanes), combined at the end."""
     x, r = o.operands[0], o.result
     kind, t = o.attrs["kind"], x.dtype.ctype
     at = "double" if (t == "float" and kind in ("sum", "prod")) else t
     lanes = 8 if at in ("double", "int64_t") else 16
-    if x in em.region_vals:
-        src = f"s{scratch.index(x)}"
-    else:
-        src = f"(c.p{em.buf(x)} + row)"
+    src = f"s{scratch.index(x)}" if x in em.region_vals else f"(c.p{em.buf(x)} + row)"
     em.expr[r] = r.name
     a = f"a_{r.name}"
+    if at in ("float", "double") and kind in _VECTOR_KINDS:
+        main = _vector_lanes(kind, t, at, lanes, a, src)
+    else:
+        main = [f"  for (; j + {lanes} <= R; j += {lanes})",
+                f"    for (int u = 0; u < {lanes}; ++u) "
+                f"{{ {_lane_combine(kind, f'{a}[u]', f'{at}({src}[j + u])')} }}"]
     return [f"{at} {a}[{lanes}];",
             f"for (int u = 0; u < {lanes}; ++u) {a}[u] = {_init(kind, at)};",
             "{",
             "  int64_t j = 0;",
-            f"  for (; j + {lanes} <= R; j += {lanes})",
-            f"    for (int u = 0; u < {lanes}; ++u) "
-            f"{{ {_lane_combine(kind, f'{a}[u]', f'{at}({src}[j + u])')} }}",
+            *main,
             f"  for (; j < R; ++j) {{ {_lane_combine(kind, f'{a}[0]', f'{at}({src}[j])')} }}",
             f"  for (int u = 1; u < {lanes}; ++u) "
             f"{{ {_lane_combine(kind, f'{a}[0]', f'{a}[u]')} }}",
             "}",
             f"const {r.dtype.ctype} {r.name} = {r.dtype.ctype}({a}[0]);"]
+
+
+def _vector_lanes(kind: str, t: str, at: str, lanes: int, a: str, src: str) -> list[str]:
+    """The lane loop on GCC vector types: four accumulator registers (one is
+    bound by the add latency), then one, folded into the lanes array a.
+    GCC's SLP vectorizer leaves the scalar-lane form of a max (a select)
+    as 16 vmaxss."""
+    vt, lt = f"{a}_v", f"{a}_l"
+    conv = (lambda v: v) if t == at else (lambda v: f"__builtin_convertvector({v}, {vt})")
+    acc = [f"{a}{k}" for k in range(4)]
+
+    def step(k: int, off: str) -> list[str]:
+        return [f"    {{ {lt} x; std::memcpy(&x, {src} + j{off}, sizeof x); "
+                f"const {vt} v = {conv('x')}; {_lane_combine(kind, acc[k], 'v')} }}"]
+    return [f"  typedef {at} {vt} __attribute__((vector_size({lanes} * sizeof({at}))));",
+            f"  typedef {t} {lt} __attribute__((vector_size({lanes} * sizeof({t}))));",
+            f"  {vt} {', '.join(f'{v} = {vt}{{}} + {a}[0]' for v in acc)};",
+            f"  for (; j + {4 * lanes} <= R; j += {4 * lanes}) {{",
+            *[ln for k in range(4) for ln in step(k, f" + {k * lanes}" if k else "")],
+            "  }",
+            f"  for (; j + {lanes} <= R; j += {lanes}) {{",
+            *step(0, ""),
+            "  }",
+            *[f"  {_lane_combine(kind, acc[0], v)}" for v in acc[1:]],
+            f"  std::memcpy({a}, &{acc[0]}, sizeof {a});"]
 
 
 def emit_stitch_launch(op: Op, info: StitchInfo, dn, ptr: dict[Value, str]) -> list[str]:
