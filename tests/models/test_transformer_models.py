@@ -14,17 +14,11 @@ from models.transformer import Config  # noqa: E402
 SMALL = dict(hidden=64, heads=4, ffn=128, layers=2, vocab=97, max_positions=64)
 SHAPES = [(1, 1), (3, 17), (2, 40), (5, 9), (1, 64)]
 
-KERAS_GAPS = pytest.mark.xfail(strict=True, reason=(
-    "Keras 3 layers hit compiler gaps: Dense on 3-D input (tf.tensordot) reshapes to a "
-    "shape built from Shape->GatherV2(indices = a Const exported by another cluster)->Prod, "
-    "'shape is not computable at compile time' (fallback); Einsum 'BNTS,BSNH->BTNH' "
-    "(MHA context) and MatrixBandPart (use_causal_mask) are not registered"))
-
 CASES = [
     pytest.param("encoder", 0, id="bert-raw-ops"),
-    pytest.param("encoder", 1, id="bert-keras", marks=KERAS_GAPS),
+    pytest.param("encoder", 1, id="bert-keras"),
     pytest.param("decoder", 0, id="gpt-raw-ops"),
-    pytest.param("decoder", 1, id="gpt-keras", marks=KERAS_GAPS),
+    pytest.param("decoder", 1, id="gpt-keras"),
 ]
 
 

@@ -1,0 +1,70 @@
+"""Two-operand Einsum with any label order (Keras MultiHeadAttention's and
+EinsumDense's equations among them): clustered, one compile over many label
+sizes (0 and 1 included), equal to TF, and TF's InvalidArgumentError when a
+label's sizes differ between the operands."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from graph_inspection import total
+
+EQUATIONS = [
+    "BNTS,BSNH->BTNH",  # MHA context
+    "BTNH,BSNH->BNTS",  # MHA scores
+    "aecd,abcd->acbe",  # Keras 3 MHA scores
+    "acbe,aecd->abcd",  # Keras 3 MHA context
+    "abc,cde->abde",    # EinsumDense q/k/v projection
+    "abcd,cde->abe",    # EinsumDense output projection
+    "ij,jk->ki",
+    "ijk,ikl->jil",
+    "bhqk,bkhd->bqhd",
+]
+
+
+def _sizes(labels, rng, trial):
+    """Random label sizes; trial 1 has a 1-size label, trial 2 a 0-size one."""
+    sizes = {c: int(rng.integers(2, 6)) for c in labels}
+    if trial in (1, 2):
+        sizes[labels[int(rng.integers(0, len(labels)))]] = 2 - trial
+    return sizes
+
+
+@pytest.mark.parametrize("equation", EQUATIONS)
+def test_einsum_many_sizes_one_compile(disc, equation):
+    lhs, rhs = equation.split("->")[0].split(",")
+    labels = sorted(set(lhs + rhs))
+
+    @tf.function(input_signature=[tf.TensorSpec([None] * len(lhs), tf.float32),
+                                  tf.TensorSpec([None] * len(rhs), tf.float32)])
+    def f(a, b):
+        return tf.einsum(equation, a * 0.5, b) + 1.0
+
+    rng = np.random.default_rng(len(equation))
+    for trial in range(6):
+        sizes = _sizes(labels, rng, trial)
+        a = rng.standard_normal([sizes[c] for c in lhs]).astype(np.float32)
+        b = rng.standard_normal([sizes[c] for c in rhs]).astype(np.float32)
+        got = f(a, b).numpy()
+        want = f.python_function(tf.constant(a), tf.constant(b)).numpy()
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    stats = disc.stats()
+    assert total(stats, "compiles") == 1, stats
+    assert total(stats, "fallbacks") == 0, stats
+
+
+def test_einsum_label_size_mismatch_is_invalid_argument(disc):
+    @tf.function(input_signature=[tf.TensorSpec([None] * 4, tf.float32)] * 2)
+    def f(a, b):
+        return tf.einsum("BNTS,BSNH->BTNH", a * 0.5, b) + 1.0
+
+    a = np.ones((2, 3, 4, 5), np.float32)
+    np.testing.assert_allclose(f(a, np.ones((2, 5, 3, 6), np.float32)).numpy(), 3.5)
+    for bad in [(1, 5, 3, 6), (2, 5, 2, 6), (2, 4, 3, 6)]:  # B, N, S differ
+        b = np.ones(bad, np.float32)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Expected dimension"):
+            f.python_function(tf.constant(a), tf.constant(b))  # stock TF
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Expected dimension"):
+            f(a, b)
+    stats = disc.stats()
+    assert total(stats, "compiles") == 1 and total(stats, "fallbacks") == 0, stats
