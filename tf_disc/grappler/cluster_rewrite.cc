@@ -46,6 +46,7 @@ struct ClusterPlan {
   std::vector<TensorRef> results;
   std::vector<DataType> result_types;
   std::vector<int64_t> const_args;
+  std::set<int> copied_consts;         // outside Consts copied into the body
   std::string function_name;
   std::string launch_name;
 };
@@ -61,6 +62,25 @@ absl::Status NodeTypes(const NodeDef& node, tensorflow::DataTypeVector* in,
       tensorflow::OpRegistry::Global()->LookUpOpDef(node.op(), &op_def);
   if (!s.ok()) return s;
   return tensorflow::InOutTypesForNode(node, *op_def, in, out);
+}
+
+// Small Consts (axes, indices, perms of shape arithmetic) that a cluster
+// reads from outside are copied into its body instead of becoming inputs:
+// the compiler then sees their values (Keras' tf.tensordot gathers shape
+// dims at Const indices that Grappler shares between layers), and no other
+// cluster has to export them.
+constexpr int64_t kMaxCopiedConstElements = 64;
+
+bool IsCopiableConst(const RewriteInput& in, int v) {
+  const NodeDef& node = in.index->graph->node(v);
+  if (node.op() != "Const" || node.input_size() != 0 || (*in.support)[v] == nullptr) {
+    return false;
+  }
+  auto it = node.attr().find("value");
+  if (it == node.attr().end()) return false;
+  int64_t elements = 1;
+  for (const auto& d : it->second.tensor().tensor_shape().dim()) elements *= d.size();
+  return elements >= 0 && elements <= kMaxCopiedConstElements;
 }
 
 // Names referenced by `_class: loc:@name` colocation attrs of nodes outside
@@ -100,6 +120,10 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
         if (control_seen.insert(e.src).second) plan->control_inputs.push_back(e.src);
         continue;
       }
+      if (IsCopiableConst(in, e.src)) {
+        plan->copied_consts.insert(e.src);
+        continue;
+      }
       TensorRef ref{e.src, e.src_port};
       auto it = arg_index.find(ref);
       if (it == arg_index.end()) {
@@ -113,8 +137,11 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
     }
     bool live = in.keep_names->count(graph.node(v).name()) > 0 ||
                 coloc.count(graph.node(v).name()) > 0;
+    const bool copiable = IsCopiableConst(in, v);
     for (const GraphEdge& e : index.out_edges[v]) {
-      live = live || cluster_of[e.dst] != cluster_id;
+      // Other clusters copy a copiable Const (data edges only).
+      const bool copied = copiable && e.src_port >= 0 && cluster_of[e.dst] >= 0;
+      live = live || (cluster_of[e.dst] != cluster_id && !copied);
     }
     if (live) {
       plan->live_nodes.push_back(v);
@@ -138,6 +165,7 @@ tensorflow::GraphDef BuildBody(const GraphIndex& index,
   *body.mutable_versions() = graph.versions();
   std::unordered_set<std::string> member_names;
   for (int v : members) member_names.insert(graph.node(v).name());
+  for (int v : plan.copied_consts) member_names.insert(graph.node(v).name());
   auto unique = [&](std::string name) {
     while (member_names.count(name)) name += "_";
     return name;
@@ -151,8 +179,7 @@ tensorflow::GraphDef BuildBody(const GraphIndex& index,
     (*arg->mutable_attr())["index"].set_i(static_cast<int64_t>(i));
     arg_names[plan.args[i]] = arg->name();
   }
-  for (int v : members) {
-    const NodeDef& src = graph.node(v);
+  auto copy_node = [&](const NodeDef& src) {
     NodeDef* node = body.add_node();
     node->set_name(src.name());
     node->set_op(src.op());
@@ -164,10 +191,16 @@ tensorflow::GraphDef BuildBody(const GraphIndex& index,
         (*node->mutable_attr())[kv.first] = kv.second;
       }
     }
+    return node;
+  };
+  for (int v : plan.copied_consts) copy_node(graph.node(v));
+  for (int v : members) {
+    const NodeDef& src = graph.node(v);
+    NodeDef* node = copy_node(src);
     int k = 0;
     for (const GraphEdge& e : index.in_edges[v]) {
       const std::string& input = src.input(k++);
-      if (cluster_of[e.src] == cluster_id) {
+      if (cluster_of[e.src] == cluster_id || plan.copied_consts.count(e.src)) {
         node->add_input(input);
       } else if (e.src_port >= 0) {
         node->add_input(arg_names[{e.src, e.src_port}]);
@@ -332,6 +365,15 @@ absl::Status RewriteClusters(const RewriteInput& in, tensorflow::GraphDef* out,
     }
     if (live[v]) {
       *out->add_node() = MakeReplacement(graph, v, plans[c]);
+    } else if (IsCopiableConst(in, v)) {
+      // Copied by other clusters; still needed as is by a consumer whose
+      // cluster was skipped after this one was planned.
+      for (const GraphEdge& e : index.out_edges[v]) {
+        if (cluster_of[e.dst] < 0) {
+          *out->add_node() = graph.node(v);
+          break;
+        }
+      }
     }
   }
   for (NodeDef& launch : launches) *out->add_node() = std::move(launch);
