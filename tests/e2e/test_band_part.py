@@ -25,7 +25,8 @@ def _shapes(rng, count):
     return out + [(1, 2), (0, 3, 4), (3, 9)]
 
 
-@pytest.mark.parametrize("dtype", [tf.float32, tf.float64, tf.int32, tf.int64, tf.bool])
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64, tf.float16, tf.bfloat16, tf.int32,
+                                   tf.int64, tf.bool])
 def test_band_part_constant_bands_many_shapes_one_compile(disc, dtype):
     @tf.function(input_signature=[tf.TensorSpec(None, dtype)])
     def f(x):
