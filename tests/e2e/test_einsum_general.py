@@ -1,7 +1,8 @@
 """Two-operand Einsum with any label order (Keras MultiHeadAttention's and
-EinsumDense's equations among them): clustered, one compile over many label
-sizes (0 and 1 included), equal to TF, and TF's InvalidArgumentError when a
-label's sizes differ between the operands."""
+EinsumDense's equations among them), missing contracted/free groups (outer
+products, matrix-vector) and ellipses that broadcast: clustered, one compile
+over many sizes (0 and 1 included), equal to TF, and TF's
+InvalidArgumentError when a named label's sizes differ between operands."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -18,7 +19,19 @@ EQUATIONS = [
     "ij,jk->ki",
     "ijk,ikl->jil",
     "bhqk,bkhd->bqhd",
+    "bij,bj->bi",       # matrix-vector: a unit free dim
+    "bi,bi->b",         # row dot products: unit free dims on both sides
+    "i,j->ij",          # outer product: a unit contracted dim
+    "bi,bj->bji",
 ]
+
+
+def _assert_one_cluster_one_compile(disc, f):
+    ex = disc.explain(f)
+    assert not ex.not_clustered and len(ex.clusters) == 1, ex  # the Einsum is inside
+    stats = disc.stats()
+    assert total(stats, "compiles") == 1, stats
+    assert total(stats, "fallbacks") == 0, stats
 
 
 def _sizes(labels, rng, trial):
@@ -48,9 +61,7 @@ def test_einsum_many_sizes_one_compile(disc, equation):
         want = f.python_function(tf.constant(a), tf.constant(b)).numpy()
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    stats = disc.stats()
-    assert total(stats, "compiles") == 1, stats
-    assert total(stats, "fallbacks") == 0, stats
+    _assert_one_cluster_one_compile(disc, f)
 
 
 def test_einsum_label_size_mismatch_is_invalid_argument(disc):
@@ -68,3 +79,23 @@ def test_einsum_label_size_mismatch_is_invalid_argument(disc):
             f(a, b)
     stats = disc.stats()
     assert total(stats, "compiles") == 1 and total(stats, "fallbacks") == 0, stats
+
+
+@pytest.mark.parametrize("equation,ranks,shapes", [
+    ("...ij,...jk->...ik", (4, 3), [((2, 1, 3, 4), (5, 4, 6)), ((1, 3, 2, 4), (3, 4, 5)),
+                                    ((2, 2, 0, 4), (1, 4, 3)), ((3, 4, 1, 2), (4, 2, 2))]),
+    ("...ij,jk->...ik", (3, 2), [((2, 3, 4), (4, 5)), ((1, 1, 7), (7, 2)), ((0, 2, 3), (3, 3))]),
+    ("b...d,d...->b...", (3, 2), [((2, 3, 4), (4, 3)), ((1, 5, 2), (2, 1)), ((3, 1, 2), (2, 4))]),
+])
+def test_einsum_ellipsis_broadcasts_like_tf(disc, equation, ranks, shapes):
+    @tf.function(input_signature=[tf.TensorSpec([None] * r, tf.float32) for r in ranks])
+    def f(a, b):
+        return tf.einsum(equation, a * 0.5, b) + 1.0
+
+    rng = np.random.default_rng(7)
+    for sa, sb in shapes:
+        a = rng.standard_normal(sa).astype(np.float32)
+        b = rng.standard_normal(sb).astype(np.float32)
+        want = f.python_function(tf.constant(a), tf.constant(b)).numpy()
+        np.testing.assert_allclose(f(a, b).numpy(), want, rtol=1e-5, atol=1e-5)
+    _assert_one_cluster_one_compile(disc, f)

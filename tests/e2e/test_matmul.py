@@ -99,7 +99,7 @@ def test_unsupported_einsum_stays_in_tf(disc):
     @tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.float32)] * 2)
     def f(x, y):
         a = tf.exp(x * 0.1) * 2.0
-        e = tf.einsum("ijk,ikl->ijkl", a, y)   # nothing contracted: stays in TF
+        e = tf.einsum("ijk,ikl->il", a, y)     # j summed within a: stays in TF
         g = tf.einsum("bij,bjk->bki", a, y)    # lowered (operands swapped)
         return tf.tanh(e) + 1.0, g * 0.5 - 1.0
 

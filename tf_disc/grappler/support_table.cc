@@ -65,35 +65,38 @@ std::string EncodeAttrScalar(const tensorflow::AttrValue& v) {
 }
 
 // Einsum equations the compiler lowers to one GEMM (mirror of
-// compiler/ops/matmul.py einsum_plan; the Python side is authoritative, this
-// only keeps other equations out of clusters).  Two operands, explicit
-// output, no ellipsis, no repeated label within a term, no label summed
-// within one term, at least one contracted label and one free label on each
-// side; any label order (the compiler transposes operands and result).
+// compiler/ops/matmul.py einsum_plan without ranks; the Python side is
+// authoritative, this only keeps other equations out of clusters).  Two
+// operands, explicit output, at most one "..." per term (in the output iff
+// in an input; it stands for one label here), no repeated label within a
+// term, no label summed within one term; any label order, missing
+// contracted/free groups become unit dims.
 static bool EinsumIsDot(std::string eq) {
   eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
   const size_t arrow = eq.find("->"), comma = eq.find(',');
-  if (eq.find('.') != std::string::npos || arrow == std::string::npos ||
-      comma == std::string::npos || comma > arrow ||
+  if (arrow == std::string::npos || comma == std::string::npos || comma > arrow ||
       eq.find(',', comma + 1) != std::string::npos) {
     return false;
   }
-  std::string lhs = eq.substr(0, comma), rhs = eq.substr(comma + 1, arrow - comma - 1),
-              out = eq.substr(arrow + 2);
+  std::string terms[3] = {eq.substr(0, comma), eq.substr(comma + 1, arrow - comma - 1),
+                          eq.substr(arrow + 2)};
+  bool ellipsis[3];
+  for (int t = 0; t < 3; ++t) {
+    const size_t at = terms[t].find("...");
+    ellipsis[t] = at != std::string::npos;
+    if (ellipsis[t]) terms[t].replace(at, 3, "\x01");  // one placeholder label
+    if (terms[t].find_first_of(".->") != std::string::npos) return false;
+  }
+  if ((ellipsis[0] || ellipsis[1]) != ellipsis[2]) return false;
+  const std::string &lhs = terms[0], &rhs = terms[1], &out = terms[2];
   auto has = [](const std::string& s, char c) { return s.find(c) != std::string::npos; };
-  for (const std::string* t : {&lhs, &rhs, &out}) {
-    if (std::set<char>(t->begin(), t->end()).size() != t->size()) return false;
+  for (const std::string& t : terms) {
+    if (std::set<char>(t.begin(), t.end()).size() != t.size()) return false;
   }
   for (char c : out) if (!has(lhs, c) && !has(rhs, c)) return false;
   for (char c : lhs) if (!has(out, c) && !has(rhs, c)) return false;
   for (char c : rhs) if (!has(out, c) && !has(lhs, c)) return false;
-  bool contract = false, lfree = false, rfree = false;
-  for (char c : lhs) contract = contract || (has(rhs, c) && !has(out, c));
-  for (char c : out) {
-    lfree = lfree || (has(lhs, c) && !has(rhs, c));
-    rfree = rfree || (has(rhs, c) && !has(lhs, c));
-  }
-  return contract && lfree && rfree;
+  return true;
 }
 
 // attr_values token: the value must be an Einsum equation EinsumIsDot takes.

@@ -78,27 +78,62 @@ def _lower_batch_matmul(broadcast: bool):
 
 # -- Einsum ------------------------------------------------------------------
 
-def einsum_plan(equation: str) -> tuple[dict | None, str]:
-    """Equation -> (plan, "") or (None, reason) for equations left to TF.
+_ELLIPSIS_LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-    Any two-operand equation without ellipsis, repeated labels or labels
-    summed within one operand is one dot: each operand transposed to
-    (batch, free, contract) / (batch, contract, free), the product transposed
-    to the output order (fold_transposes makes these layouts, not copies).
-    Plan: "swap" (operands exchanged so the output's last free label is the
-    GEMM's rhs side), "lhs"/"rhs" (their labels after the swap), "lhs_perm",
-    "rhs_perm", "out_perm" and the group sizes "batch", "lfree", "contract",
-    "rfree"."""
-    eq = equation.replace(" ", "")
-    if "." in eq:
-        return None, "ellipsis"
+
+def _split_terms(eq: str) -> tuple[list[str] | None, str]:
+    """[lhs, rhs, out] with "..." kept, or (None, reason)."""
     if "->" not in eq:
         return None, "implicit output"
-    ins, out = eq.split("->")
-    parts = ins.split(",")
-    if len(parts) != 2:
-        return None, f"{len(parts)} operands (only 2 are lowered)"
-    lhs, rhs = parts
+    ins, out = eq.split("->", 1)
+    terms = ins.split(",") + [out]
+    if len(terms) != 3:
+        return None, f"{len(terms) - 1} operands (only 2 are lowered)"
+    for t in terms:
+        if t.count("...") > 1 or "." in t.replace("...", "", 1) or "-" in t or ">" in t:
+            return None, "malformed ellipsis"
+    if "..." in terms[0] + terms[1] and "..." not in terms[2]:
+        return None, "ellipsis summed (reduction)"
+    if "..." in terms[2] and "..." not in terms[0] + terms[1]:
+        return None, "output ellipsis without an input one"
+    return terms, ""
+
+
+def _expand(terms: list[str], ranks: tuple[int, int] | None) -> list[str]:
+    """Ellipses replaced by fresh labels, right-aligned as numpy broadcasts
+    them; without ranks one label stands for every ellipsis (syntax check)."""
+    fresh = [c for c in _ELLIPSIS_LABELS if c not in "".join(terms)]
+    if ranks is None:
+        return [t.replace("...", fresh[0]) for t in terms]
+    n = [max(r - (len(t) - 3), 0) if "..." in t else 0 for t, r in zip(terms, ranks)]
+    labels = "".join(fresh[:max(n)])
+    return [terms[0].replace("...", labels[len(labels) - n[0]:]),
+            terms[1].replace("...", labels[len(labels) - n[1]:]),
+            terms[2].replace("...", labels)]
+
+
+def einsum_plan(equation: str, ranks: tuple[int, int] | None = None) -> tuple[dict | None, str]:
+    """Equation (and operand ranks, for ellipses) -> (plan, "") or (None,
+    reason) for equations left to TF.
+
+    Any two-operand equation without repeated labels or labels summed within
+    one operand is one dot: each operand transposed to (batch, free,
+    contract) / (batch, contract, free), the product transposed to the output
+    order (fold_transposes makes these layouts, not copies).  A missing
+    group (no contracted label: outer product; no free label: matrix-vector)
+    is a unit dim ("unit": labels appended to lhs, rhs, dropped from the
+    product).  Ellipsis dims broadcast ("broadcast": labels allowed size 1
+    on one side).  Plan: "swap" (operands exchanged so the output's last free
+    label is the GEMM's rhs side), "lhs"/"rhs" (labels after the swap, units
+    appended), "lhs_perm", "rhs_perm", "out_perm" (product -> output order,
+    units last) and the group sizes "batch", "lfree", "contract", "rfree"."""
+    terms, reason = _split_terms(equation.replace(" ", ""))
+    if terms is None:
+        return None, reason
+    if ranks is not None and any("..." not in t and len(t) != r for t, r in zip(terms, ranks)):
+        return None, "operand ranks do not match the equation"
+    lhs, rhs, out = _expand(terms, ranks)
+    broadcast = [c for c in out if c not in "".join(terms)] if ranks is not None else []
     for s in (lhs, rhs, out):
         if len(set(s)) != len(s):
             return None, "repeated label in one operand (diagonal/trace)"
@@ -107,22 +142,28 @@ def einsum_plan(equation: str) -> tuple[dict | None, str]:
     for s in (lhs, rhs):
         if set(s) - set(out) - (set(lhs) & set(rhs)):
             return None, "label summed within one operand (reduction)"
-    if out and out[-1] in lhs and out[-1] not in rhs:
+    swap = bool(out) and out[-1] in lhs and out[-1] not in rhs
+    if swap:
         lhs, rhs = rhs, lhs
-        swap = True
-    else:
-        swap = False
     batch = [c for c in out if c in lhs and c in rhs]
     contract = [c for c in lhs if c in rhs and c not in out]
     lfree = [c for c in out if c in lhs and c not in rhs]
     rfree = [c for c in out if c in rhs and c not in lhs]
-    if not contract or not lfree or not rfree:
-        return None, "needs a contracted label and a free label on each side"
+    unit = [c for c in _ELLIPSIS_LABELS if c not in lhs + rhs + out][:3]
+    units = {"lhs": "", "rhs": ""}
+    for group, side, label in ((contract, "lhs rhs", unit[0]), (lfree, "lhs", unit[1]),
+                               (rfree, "rhs", unit[2])):
+        if not group:
+            group.append(label)
+            for k in side.split():
+                units[k] += label
+    lhs, rhs = lhs + units["lhs"], rhs + units["rhs"]
     logical = batch + lfree + rfree
-    return {"swap": swap, "lhs": lhs, "rhs": rhs,
+    ordered = list(out) + [c for c in logical if c not in out]
+    return {"swap": swap, "lhs": lhs, "rhs": rhs, "units": units, "broadcast": broadcast,
             "lhs_perm": [lhs.index(c) for c in batch + lfree + contract],
             "rhs_perm": [rhs.index(c) for c in batch + contract + rfree],
-            "out_perm": [logical.index(c) for c in out],
+            "out_perm": [logical.index(c) for c in ordered], "out_rank": len(out),
             "batch": len(batch), "lfree": len(lfree), "contract": len(contract),
             "rfree": len(rfree)}, ""
 
@@ -152,31 +193,40 @@ class _DotEquations:
         return iter((self.TOKEN,))
 
 
+def _with_units(b, x, count: int):
+    """x with `count` trailing size-1 dims (a unit group of the plan)."""
+    return x if not count else b.emit("reshape", [x], x.dtype, x.shape + ("1",) * count)
+
+
 def lower_einsum(b, node, xs):
     if len(xs) != 2:
         raise Unsupported(f"Einsum node '{node.name}': {len(xs)} operands")
-    plan, reason = einsum_plan(str(node.attrs.get("equation", "")))
+    equation = str(node.attrs.get("equation", ""))
+    plan, reason = einsum_plan(equation, (xs[0].type.rank, xs[1].type.rank))
     if plan is None:
-        raise Unsupported(f"Einsum node '{node.name}': equation "
-                          f"{node.attrs.get('equation')!r} not lowered: {reason}")
+        raise Unsupported(f"Einsum node '{node.name}': equation {equation!r} not lowered: "
+                          f"{reason}")
     lhs, rhs = (xs[1], xs[0]) if plan["swap"] else (xs[0], xs[1])
-    if len(plan["lhs"]) != lhs.type.rank or len(plan["rhs"]) != rhs.type.rank:
-        raise Unsupported(f"Einsum node '{node.name}': operand ranks do not match the equation")
-    # A label names one size in both operands (no broadcasting without an
-    # ellipsis): TF's check, as an InvalidArgument with its wording.
-    first, second = (plan["rhs"], plan["lhs"]) if plan["swap"] else (plan["lhs"], plan["rhs"])
+    ul, ur = len(plan["units"]["lhs"]), len(plan["units"]["rhs"])
+    # A named label has one size in both operands (TF's check and wording);
+    # ellipsis dims broadcast (the dot's batch broadcasting).
+    la, lb = plan["lhs"][:len(plan["lhs"]) - ul], plan["rhs"][:len(plan["rhs"]) - ur]
+    first, second = (lb, la) if plan["swap"] else (la, lb)
     for c in first:
-        if c in second:
+        if c in second and c not in plan["broadcast"]:
             b.assert_dim_eq(xs[0], first.index(c), xs[1], second.index(c), node.name, node.op,
                             "Expected dimension {0} at axis %d of input 1 but got dimension {1}"
                             % second.index(c))
     nb, nl, nc, nr = plan["batch"], plan["lfree"], plan["contract"], plan["rfree"]
-    product = emit_dot(b, node, _transposed(b, lhs, plan["lhs_perm"]),
-                       _transposed(b, rhs, plan["rhs_perm"]),
+    product = emit_dot(b, node, _transposed(b, _with_units(b, lhs, ul), plan["lhs_perm"]),
+                       _transposed(b, _with_units(b, rhs, ur), plan["rhs_perm"]),
                        list(range(nb)), list(range(nb)), list(range(nb, nb + nl)),
                        list(range(nb + nl, nb + nl + nc)), list(range(nb, nb + nc)),
-                       list(range(nb + nc, nb + nc + nr)), broadcast_batch=False)
-    return [_transposed(b, product, plan["out_perm"])]
+                       list(range(nb + nc, nb + nc + nr)))
+    out = _transposed(b, product, plan["out_perm"])
+    if out.type.rank > plan["out_rank"]:  # drop the unit free dims (last)
+        out = b.emit("reshape", [out], out.dtype, out.shape[:plan["out_rank"]])
+    return [out]
 
 
 def _rank_rule(rank_fn):
@@ -186,7 +236,12 @@ def _rank_rule(rank_fn):
 
 
 def _einsum_rank(shapes, attrs):
-    return len(str(attrs.get("equation", "->")).split("->")[-1].strip())
+    out = str(attrs.get("equation", "->")).replace(" ", "").split("->")[-1]
+    if "..." not in out:
+        return len(out)
+    ins = str(attrs.get("equation", "")).replace(" ", "").split("->")[0].split(",")
+    dims = [len(s) - len(t.replace("...", "")) for s, t in zip(shapes, ins) if "..." in t]
+    return len(out) - 3 + max(dims, default=0)
 
 
 RULES = [
