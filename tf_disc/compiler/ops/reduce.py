@@ -40,13 +40,17 @@ def _reduction(kind, mean=False):
         folded = fold_reduce(b, x, axes, kind, keep)
         if folded is not None and not mean:
             return [folded]
-        out = reduce_value(b, x, axes, kind, keep)
+        # TF sums an int32 Mean in int64 (reduction_ops.h CASTING_SPECIALIZATION):
+        # the mean of [2^31-1, 2^31-1, 5] is 1431655766, not a wrapped sum / 3.
+        acc = dtypes.I64 if mean and x.dtype == dtypes.I32 else x.dtype
+        out = reduce_value(b, b.convert(x, acc) if acc != x.dtype else x, axes, kind, keep)
         if mean:
             count = dim_mul(*[x.shape[d] for d in axes])
             c = make_host(b, [count], dtypes.I64, scalar=True)
-            c = b.broadcast_to(b.convert(c, x.dtype), out.shape)
+            c = b.broadcast_to(b.convert(c, acc), out.shape)
             # Integer mean over zero elements is 0 in TF (no division error).
             out = b.elementwise("divide" if x.dtype.is_float else "div_no_nan", out, c)
+            out = b.convert(out, x.dtype) if acc != x.dtype else out
         return [out]
     lower.__name__ = f"lower_{kind}{'_mean' if mean else ''}"
     return lower
