@@ -94,3 +94,19 @@ def test_reciprocal_rsqrt_sqrt_grad_zero_gradient_is_zero(disc, op):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
     assert counter(disc.stats(), "fallbacks") == 0, disc.stats()
+
+
+def test_int32_mean_sums_in_int64(disc):
+    # fuzz seed 3006992: TF's int32 Mean accumulates in int64; we wrapped.
+    f = tf.function(lambda x: (tf.reduce_mean(x, axis=1), tf.reduce_mean(x - 1, axis=[0, 1])),
+                    input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    rng = np.random.default_rng(3)
+    big = np.iinfo(np.int32)
+    for shape in [(5, 3), (2, 7), (1, 1), (4, 64), (0, 3)]:
+        x = rng.choice(np.array([big.max, big.min, big.max - 1, -5, 0, 7], np.int32), shape)
+        want = [t.numpy() for t in (tf.reduce_mean(tf.constant(x), axis=1),
+                                    tf.reduce_mean(tf.constant(x) - 1, axis=[0, 1]))]
+        for g, w in zip(f(x), want):
+            np.testing.assert_array_equal(g.numpy(), w)
+    assert counter(disc.stats(), "fallbacks") == 0, disc.stats()
+    assert counter(disc.stats(), "compiles") == 1, disc.stats()
