@@ -99,3 +99,27 @@ def test_einsum_ellipsis_broadcasts_like_tf(disc, equation, ranks, shapes):
         want = f.python_function(tf.constant(a), tf.constant(b)).numpy()
         np.testing.assert_allclose(f(a, b).numpy(), want, rtol=1e-5, atol=1e-5)
     _assert_one_cluster_one_compile(disc, f)
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("ij,jk->ik", ((2, 3), (3, 4))), ("ijk,ikl->jil", ((2, 3, 4), (2, 4, 5))),
+    ("...ij,...jk->...ik", ((2, 3, 4), (4, 5))), ("i,j->ij", ((2,), (3,))),
+    ("ii,ij->j", ((3, 3), (3, 4))),      # diagonal: TF
+    ("ijk,ikl->il", ((2, 3, 4), (2, 4, 5))),  # j summed within one operand: TF
+    ("...ij,jk->ik", ((3, 4), (4, 5))),   # ellipsis only on inputs: TF
+])
+def test_optimizer_clusters_exactly_the_equations_the_compiler_lowers(disc, equation, shapes):
+    """The C++ support check (EinsumIsDot) mirrors einsum_plan."""
+    from blade_disc_tf.compiler.ops.matmul import einsum_plan
+
+    @tf.function(input_signature=[tf.TensorSpec([None] * len(s), tf.float32) for s in shapes])
+    def f(a, b):
+        return tf.einsum(equation, a * 0.5, b) + 1.0
+
+    einsum_outside = [n for n in disc.explain(f).not_clustered if n["op"] == "Einsum"]
+    lowered = einsum_plan(equation, tuple(len(s) for s in shapes))[0] is not None
+    assert lowered == (not einsum_outside), (equation, einsum_outside)
+    a, b = (np.ones(s, np.float32) for s in shapes)
+    np.testing.assert_allclose(f(a, b).numpy(),
+                               f.python_function(tf.constant(a), tf.constant(b)).numpy())
+    assert total(disc.stats(), "fallbacks") == 0
