@@ -2,7 +2,9 @@
 which codegen turns into an rt->gemm call.  Transposes/adjoints become the
 GEMM's transpose flags (codegen picks them from which operand dim is
 innermost), batch dims broadcast like BatchMatMulV2 (size-1 dims at run
-time too), and sizes are checked at run time with TF's messages."""
+time too), and sizes are checked at run time with TF's messages.  A
+two-operand Einsum is one dot between transposes (einsum_plan) that
+fold_transposes turns into GEMM layouts."""
 from __future__ import annotations
 
 from ..dtypes import FLOATS
@@ -130,7 +132,8 @@ def einsum_plan(equation: str, ranks: tuple[int, int] | None = None) -> tuple[di
     terms, reason = _split_terms(equation.replace(" ", ""))
     if terms is None:
         return None, reason
-    if ranks is not None and any("..." not in t and len(t) != r for t, r in zip(terms, ranks)):
+    if ranks is not None and any(len(t) != r if "..." not in t else len(t) - 3 > r
+                                 for t, r in zip(terms, ranks)):
         return None, "operand ranks do not match the equation"
     lhs, rhs, out = _expand(terms, ranks)
     broadcast = [c for c in out if c not in "".join(terms)] if ranks is not None else []
