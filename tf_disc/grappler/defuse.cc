@@ -19,15 +19,25 @@ constexpr char kUnaryComposition[] = "_UnaryOpsComposition";  // arithmetic opt.
 constexpr char kSwish[] = "_MklSwish";  // remapper (oneDNN): x * sigmoid(x)
 // remapper: MatMul + BiasAdd [+ Add] [+ activation]; inputs a, b, args...
 constexpr char kFusedMatMul[] = "_FusedMatMul";
+// remapper (oneDNN): BatchMatMulV2 + Mul [+ Add], e.g. attention scores
+// q @ k^T * scale + mask; inputs x, y, args... (fused_ops {"Mul"}, {"Add"} or
+// {"Mul", "Add"}: each step applies its arg with broadcasting).
+constexpr char kFusedBatchMatMul[] = "_MklFusedBatchMatMulV2";
 
-// _FusedMatMul fused_ops entries -> plain op (empty: not expandable).
+// Contraction fused_ops entries -> plain op (empty: not expandable).
 std::string FusedMatMulStep(const std::string& step) {
   if (step == "BiasAdd" || step == "Relu" || step == "Relu6" || step == "Elu" ||
       step == "LeakyRelu" || step == "Tanh" || step == "Sigmoid") {
     return step;
   }
   if (step == "Add" || step == "AddV2") return "AddV2";
+  if (step == "Mul") return "Mul";
   return "";  // GeluApproximate/GeluExact, ...: several ops, left fused
+}
+
+// Whether a contraction step consumes the next fused arg.
+bool TakesArg(const std::string& op) {
+  return op == "BiasAdd" || op == "AddV2" || op == "Mul";
 }
 
 // Whether the table takes `op` with type attr T = type.
@@ -53,18 +63,23 @@ std::vector<std::string> PlainOps(const NodeDef& node) {
     return {names->second.list().s().begin(), names->second.list().s().end()};
   }
   if (node.op() == kSwish) return {"Sigmoid", "Mul"};
-  if (node.op() == kFusedMatMul) {
+  const bool matmul = node.op() == kFusedMatMul;
+  if (matmul || node.op() == kFusedBatchMatMul) {
     auto fused = node.attr().find("fused_ops");
     auto num_args = node.attr().find("num_args");
     if (fused == node.attr().end() || num_args == node.attr().end()) return {};
     const auto& steps = fused->second.list().s();
-    if (steps.empty() || steps[0] != "BiasAdd") return {};
-    std::vector<std::string> ops = {"MatMul"};
+    if (steps.empty() || (matmul && steps[0] != "BiasAdd")) return {};
+    std::vector<std::string> ops = {matmul ? "MatMul" : "BatchMatMulV2"};
     int args = 0;
     for (const std::string& step : steps) {
       std::string op = FusedMatMulStep(step);
-      if (op.empty()) return {};
-      args += (op == "BiasAdd" || op == "AddV2");
+      // The batched kernel takes only Mul/Add post-ops (each with an arg).
+      if (op.empty() || (matmul && op == "Mul") ||
+          (!matmul && op != "Mul" && op != "AddV2")) {
+        return {};
+      }
+      args += TakesArg(op);
       ops.push_back(op);
     }
     if (args != num_args->second.i() || node.input_size() < 2 + args) return {};
@@ -99,7 +114,8 @@ NodeDef MakeNode(const std::string& name, const std::string& op,
 }  // namespace
 
 bool IsExpandableFusedOpType(const std::string& op) {
-  return op == kUnaryComposition || op == kSwish || op == kFusedMatMul;
+  return op == kUnaryComposition || op == kSwish || op == kFusedMatMul ||
+         op == kFusedBatchMatMul;
 }
 
 bool HasExpandableFusedOps(const tensorflow::GraphDef& graph,
@@ -127,10 +143,11 @@ int ExpandFusedOps(const SupportTable& table, tensorflow::GraphDef* graph) {
                                       node.input().end());
     std::vector<std::string> ops = PlainOps(node);
     std::vector<NodeDef> chain;
-    if (node.op() == kFusedMatMul) {
-      // MatMul(a, b) then BiasAdd/AddV2 with the next arg, or a unary op.
+    if (node.op() == kFusedMatMul || node.op() == kFusedBatchMatMul) {
+      // (Batch)MatMul(a, b) then BiasAdd/AddV2/Mul with the next arg, or a
+      // unary op.
       const auto& attrs = node.attr();
-      std::string input = fresh(node.name() + "/disc_matmul");
+      std::string input = fresh(node.name() + "/disc_" + ops[0]);
       std::vector<std::string> in = {node.input(0), node.input(1)};
       int next_arg = 2;
       controls.assign(node.input().begin() + 2, node.input().end());
@@ -138,8 +155,8 @@ int ExpandFusedOps(const SupportTable& table, tensorflow::GraphDef* graph) {
                                     [](const std::string& s) { return s.empty() || s[0] != '^'; }),
                      controls.end());
       in.insert(in.end(), controls.begin(), controls.end());
-      NodeDef mm = MakeNode(input, "MatMul", node, in);
-      for (const char* a : {"transpose_a", "transpose_b"}) {
+      NodeDef mm = MakeNode(input, ops[0], node, in);
+      for (const char* a : {"transpose_a", "transpose_b", "adj_x", "adj_y"}) {
         if (attrs.count(a)) (*mm.mutable_attr())[a] = attrs.at(a);
       }
       chain.push_back(std::move(mm));
@@ -148,7 +165,7 @@ int ExpandFusedOps(const SupportTable& table, tensorflow::GraphDef* graph) {
         std::string name = last ? node.name()
                                 : fresh(node.name() + "/disc_" + ops[i]);
         std::vector<std::string> step_in = {input};
-        if (ops[i] == "BiasAdd" || ops[i] == "AddV2") step_in.push_back(node.input(next_arg++));
+        if (TakesArg(ops[i])) step_in.push_back(node.input(next_arg++));
         NodeDef n = MakeNode(name, ops[i], node, step_in);
         if (ops[i] == "LeakyRelu" && attrs.count("leakyrelu_alpha")) {
           (*n.mutable_attr())["alpha"] = attrs.at("leakyrelu_alpha");

@@ -3,8 +3,10 @@
 // folds chains of unary ops (Exp, Tanh, Neg, ...) into _UnaryOpsComposition
 // and the oneDNN remapper turns x * sigmoid(x) into _MklSwish and MatMul +
 // BiasAdd [+ Add] [+ Relu/Relu6/Elu/LeakyRelu/Tanh/Sigmoid] into
-// _FusedMatMul; no compiler table lists those.  When every plain op is supported, such nodes are
-// expanded back into plain nodes that the clusterer can take.
+// _FusedMatMul, and BatchMatMulV2 + Mul [+ AddV2] (attention scores) into
+// _MklFusedBatchMatMulV2; no compiler table lists those.  When every plain op
+// is supported, such nodes are expanded back into plain nodes that the
+// clusterer can take.
 #ifndef TF_DISC_GRAPPLER_DEFUSE_H_
 #define TF_DISC_GRAPPLER_DEFUSE_H_
 

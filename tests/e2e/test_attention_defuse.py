@@ -1,0 +1,41 @@
+"""The oneDNN remapper fuses attention scores `q @ k^T * scale + mask` into
+_MklFusedBatchMatMulV2 before our optimizer runs; defuse.cc expands it back
+so the whole block stays one cluster compiled once for every (batch, seq)."""
+import numpy as np
+import tensorflow as tf
+
+from graph_inspection import total, tf2_executed_ops
+
+HEADS, DEPTH = 4, 16
+SPEC = tf.TensorSpec([None, None, HEADS * DEPTH], tf.float32)
+
+
+@tf.function(input_signature=[SPEC, SPEC, SPEC, tf.TensorSpec([None, 1, 1, None], tf.float32)])
+def attention(q, k, v, mask):
+    b, s = tf.shape(q)[0], tf.shape(q)[1]
+
+    def heads(t):
+        return tf.transpose(tf.reshape(t, [b, s, HEADS, DEPTH]), [0, 2, 1, 3])
+
+    scores = tf.matmul(heads(q), heads(k), transpose_b=True) * (DEPTH ** -0.5) + mask
+    out = tf.matmul(tf.nn.softmax(scores, axis=-1), heads(v))
+    return tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [b, s, HEADS * DEPTH])
+
+
+def test_fused_attention_scores_are_expanded_into_one_cluster(disc):
+    rng = np.random.default_rng(11)
+    shapes = [(2, 5), (1, 7), (3, 9), (2, 16), (4, 3), (1, 1), (2, 33)]
+    for i, (batch, seq) in enumerate(shapes):
+        args = [rng.standard_normal((batch, seq, HEADS * DEPTH)).astype(np.float32)
+                for _ in range(3)]
+        args.append((rng.random((batch, 1, 1, seq)) < 0.3).astype(np.float32) * -1e4)
+        if i == 0:
+            ops = tf2_executed_ops(lambda: attention(*args))
+            assert "_MklFusedBatchMatMulV2" not in ops, ops
+            assert "DiscLaunch" in ops and "BatchMatMulV2" not in ops, ops
+        want = attention.python_function(*map(tf.constant, args)).numpy()
+        np.testing.assert_allclose(attention(*args).numpy(), want, rtol=1e-4, atol=1e-5)
+    stats = disc.stats()
+    assert len(stats["clusters"]) == 1, stats
+    assert total(stats, "fallbacks") == 0, stats
+    assert total(stats, "compiles") == 1, stats
