@@ -17,6 +17,7 @@
 #include "tensorflow/core/lib/strings/proto_serialization.h"
 #include "tensorflow/core/platform/fingerprint.h"
 #include "tensorflow/core/platform/logging.h"
+#include "tf_disc/grappler/static_facts.h"
 #include "tf_disc/ops/cluster_functions.h"
 
 namespace tf_disc {
@@ -155,11 +156,30 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
   return absl::OkStatus();
 }
 
+using StaticDims = std::unordered_map<std::string, OutputDims>;
+
+// Records on `arg` the dims shape inference proved for `ref` (nothing when
+// none is known): they are part of the function's content hash, so clusters
+// differing only in static dims never share an executable.
+void SetStaticDims(const StaticDims& facts, const std::string& producer, int port,
+                   NodeDef* arg) {
+  auto it = facts.find(producer);
+  if (it == facts.end() || port >= static_cast<int>(it->second.dims.size()) ||
+      !it->second.known_rank[port]) {
+    return;
+  }
+  const std::vector<int64_t>& dims = it->second.dims[port];
+  if (std::none_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; })) return;
+  auto* list = (*arg->mutable_attr())[kStaticDimsAttr].mutable_list();
+  for (int64_t d : dims) list->add_i(d);
+}
+
 // The function body as a GraphDef with _Arg/_Retval nodes.
 tensorflow::GraphDef BuildBody(const GraphIndex& index,
                                const std::vector<int>& members,
                                const std::vector<int>& cluster_of,
-                               int cluster_id, const ClusterPlan& plan) {
+                               int cluster_id, const ClusterPlan& plan,
+                               const StaticDims& facts) {
   const tensorflow::GraphDef& graph = *index.graph;
   tensorflow::GraphDef body;
   *body.mutable_versions() = graph.versions();
@@ -177,6 +197,7 @@ tensorflow::GraphDef BuildBody(const GraphIndex& index,
     arg->set_op("_Arg");
     (*arg->mutable_attr())["T"].set_type(plan.arg_types[i]);
     (*arg->mutable_attr())["index"].set_i(static_cast<int64_t>(i));
+    SetStaticDims(facts, graph.node(plan.args[i].node).name(), plan.args[i].port, arg);
     arg_names[plan.args[i]] = arg->name();
   }
   auto copy_node = [&](const NodeDef& src) {
@@ -318,6 +339,7 @@ absl::Status RewriteClusters(const RewriteInput& in, tensorflow::GraphDef* out,
 
   *out->mutable_versions() = graph.versions();
   *out->mutable_library() = graph.library();
+  const StaticDims facts = clusters.empty() ? StaticDims() : InferOutputDims(graph);
   std::vector<ClusterPlan> plans(clusters.size());
   std::vector<NodeDef> launches;
   *rewritten = 0;
@@ -328,7 +350,7 @@ absl::Status RewriteClusters(const RewriteInput& in, tensorflow::GraphDef* out,
     tensorflow::FunctionDef fdef;
     if (s.ok()) {
       s = BuildFunction(BuildBody(index, clusters[c], cluster_of,
-                                  static_cast<int>(c), plan),
+                                  static_cast<int>(c), plan, facts),
                         &fdef);
     }
     if (!s.ok()) {

@@ -28,6 +28,37 @@ int64_t LastDim(const tensorflow::TensorShapeProto& shape) {
 }  // namespace
 
 const char kIndexDepthAttr[] = "_disc_index_depth";
+const char kStaticDimsAttr[] = "_disc_static_dims";
+
+std::unordered_map<std::string, OutputDims> InferOutputDims(
+    const tensorflow::GraphDef& graph) {
+  std::unordered_map<std::string, OutputDims> out;
+  tensorflow::grappler::GrapplerItem item;
+  item.id = "disc_static_dims";
+  item.graph = graph;
+  tensorflow::grappler::GraphProperties props(item);
+  absl::Status s = props.InferStatically(/*assume_valid_feeds=*/true,
+                                         /*aggressive_shape_inference=*/false,
+                                         /*include_input_tensor_values=*/false,
+                                         /*include_output_tensor_values=*/false);
+  if (!s.ok()) {
+    VLOG(1) << "DiscOptimizer: shape inference for static dims failed: " << s;
+    return out;
+  }
+  for (const auto& node : graph.node()) {
+    if (!props.HasOutputProperties(node.name())) continue;
+    OutputDims& o = out[node.name()];
+    for (const auto& p : props.GetOutputProperties(node.name())) {
+      const tensorflow::TensorShapeProto& shape = p.shape();
+      o.known_rank.push_back(!shape.unknown_rank());
+      std::vector<int64_t> dims;
+      // Symbolic ids (-2, -3, ...) only mark equal dims: unknown here.
+      for (const auto& d : shape.dim()) dims.push_back(std::max<int64_t>(d.size(), -1));
+      o.dims.push_back(std::move(dims));
+    }
+  }
+  return out;
+}
 
 bool NeedsStaticFacts(const tensorflow::GraphDef& graph) {
   for (const auto& node : graph.node()) {

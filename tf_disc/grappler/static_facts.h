@@ -9,6 +9,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "tensorflow/core/framework/graph.pb.h"
 
@@ -29,6 +30,22 @@ extern const char kIndexDepthAttr[];
 // cannot be clustered for the undecided ones.
 std::unordered_map<std::string, std::string> ResolveStaticFacts(
     tensorflow::GraphDef* graph);
+
+// Attr on a cluster function's _Arg (FunctionDef arg_attr after conversion)
+// listing the input's dims that shape inference proved, -1 where unknown:
+// the compiler uses them as constants instead of fresh symbols (the cache
+// key has only ranks), and the executable checks them at run time.
+extern const char kStaticDimsAttr[];
+
+// Per-output dims of every node whose output rank shape inference knows
+// (node name -> output port -> dims, -1 unknown); outputs of unknown rank are
+// empty with `known_rank` false.  Empty map when inference fails.
+struct OutputDims {
+  std::vector<bool> known_rank;
+  std::vector<std::vector<int64_t>> dims;
+};
+std::unordered_map<std::string, OutputDims> InferOutputDims(
+    const tensorflow::GraphDef& graph);
 
 }  // namespace tf_disc
 

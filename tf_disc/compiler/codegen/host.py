@@ -135,6 +135,26 @@ def _assert(op: Op, dn: DimNames, k: int) -> list[str]:
     return lines
 
 
+def _static_arg_check(func: Func, i: int, a: Value) -> list[str]:
+    """Input i's static dims (proven by Grappler, or chosen by the
+    speculation guard) checked before anything reads them: a wrong proof
+    must be TF's InvalidArgument error, never an out-of-bounds kernel."""
+    fixed = [(j, d) for j, d in enumerate(a.shape) if is_static(d)]
+    if not fixed:
+        return []
+    want = [d if is_static(d) else "-1" for d in a.shape]
+    cond = " || ".join(f"inputs[{i}].dims[{j}] != {d}" for j, d in fixed)
+    msg = (f"DiscLaunch {template_text(func.name)}: input {i} has shape {{0}} but the "
+           "cluster was compiled for shape {1} (-1: any size)")
+    return [f"  if ({cond}) {{",
+            f"    {_array('w', want)}",
+            "    char a[512], b[512];",
+            f"    disc_fmt_shape(a, sizeof a, inputs[{i}].dims, {a.type.rank});",
+            f"    disc_fmt_shape(b, sizeof b, w, {a.type.rank});",
+            f"    return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, {c_string(msg)}, a, b);",
+            "  }"]
+
+
 def _const_array(op: Op) -> str:
     v = op.result
     dt: DType = v.dtype
@@ -156,6 +176,7 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
     for i, a in enumerate(func.args):
         body.append(f"  if (inputs[{i}].rank != {a.type.rank}) return disc_fail(rt, "
                     f"DISC_ERROR_INTERNAL, \"input {i}: expected rank {a.type.rank}\", \"\", \"\");")
+        body += _static_arg_check(func, i, a)
         for j, d in enumerate(a.shape):
             if is_static(d) or d in dn.names:   # speculated: equal by the guard
                 continue

@@ -31,6 +31,21 @@ class GraphModel:
     nodes: list[Node]               # topological order
     rets: list[tuple[str, int]]     # per output arg: (producer, index)
     ret_names: list[str]
+    # per arg: dims Grappler proved (-1 unknown), None when none recorded
+    static_dims: list[list[int] | None] = dataclasses.field(default_factory=list)
+
+
+STATIC_DIMS_ATTR = "_disc_static_dims"  # grappler/static_facts.h kStaticDimsAttr
+
+
+def _static_dims(fdef, n_args: int) -> list[list[int] | None]:
+    """The optimizer's proven input dims, from each arg's attrs."""
+    out: list[list[int] | None] = []
+    for i in range(n_args):
+        attrs = fdef.arg_attr[i].attr if i in fdef.arg_attr else {}
+        a = attrs.get(STATIC_DIMS_ATTR) if STATIC_DIMS_ATTR in attrs else None
+        out.append([int(d) for d in a.list.i] if a is not None else None)
+    return out
 
 
 def _flat_index(producer, out_arg: str, idx: int) -> int:
@@ -123,7 +138,8 @@ def parse_function_def(data: bytes) -> GraphModel:
         ret_names.append(out.name)
     if any(a.number_attr or a.type_list_attr for a in sig.input_arg):
         raise Unsupported("list-typed function arguments")
-    return GraphModel(sig.name, arg_names, _toposort(nodes), rets, ret_names)
+    return GraphModel(sig.name, arg_names, _toposort(nodes), rets, ret_names,
+                      _static_dims(fdef, len(arg_names)))
 
 
 def to_pbtxt(data: bytes) -> str:

@@ -1,6 +1,7 @@
 """GraphModel + rank signature -> IR, one registry lowering per TF node.
 
-Every input dim gets its own symbol; the attr checks here are the same as
+Every input dim gets its own symbol, except dims the optimizer proved
+statically (recorded per arg, checked by the entry at run time); the attr checks here are the same as
 the support table's, so a cluster the optimizer formed always lowers, and a
 hand-written one that breaks a rule gets a reason naming the node and op.
 """
@@ -39,6 +40,13 @@ def _check_rules(rule, node: Node, b: Builder, xs: list[Value], outs: list[Value
                                f"{o.type}, rules say {dt.name} rank {len(shp)}")
 
 
+def _arg_dims(env: ShapeEnv, rank: int, static: list[int] | None) -> tuple[str, ...]:
+    """Proven dims as constants (when recorded for this rank), else symbols."""
+    if static is None or len(static) != rank:
+        static = [-1] * rank
+    return tuple(str(d) if d >= 0 else env.fresh() for d in static)
+
+
 def lower_graph(g: GraphModel, inputs: list[dict]) -> Func:
     """inputs: request "inputs" entries ({"dtype", "rank", "value"})."""
     if len(inputs) != len(g.arg_names):
@@ -52,7 +60,8 @@ def lower_graph(g: GraphModel, inputs: list[dict]) -> Func:
     for i, spec in enumerate(inputs):
         dt = dtypes.from_tf(spec["dtype"])
         rank = int(spec["rank"])
-        arg = Value(f"arg{i}", TensorType(dt, tuple(env.fresh() for _ in range(rank))))
+        static = g.static_dims[i] if i < len(g.static_dims) else None
+        arg = Value(f"arg{i}", TensorType(dt, _arg_dims(env, rank, static)))
         namer.taken.add(arg.name)
         args.append(arg)
         env_vals[(f"{ARG}:{i}", 0)] = arg

@@ -149,6 +149,11 @@ def dim_floordiv(a: Dim, b: Dim) -> Dim:
 def dim_max(a: Dim, b: Dim) -> Dim:
     if is_static(a) and is_static(b):
         return str(max(int(a), int(b)))
+    # A plain symbol is a size, never negative (VALID windows: max(0, s)).
+    if a == "0" and b.isidentifier():
+        return b
+    if b == "0" and a.isidentifier():
+        return a
     return a if a == b else _mk("max", sorted([a, b]))
 
 
