@@ -44,7 +44,9 @@ def _power(a: list, t: str) -> str:
 EXPR: dict[str, Emit] = {
     "abs": _call("disc_abs"),
     "negate": lambda a, op, t: f"{t}(-{a[0]})",
-    "exponential": _call("disc_exp"),
+    # fast: Softmax's FMA exp (float only; Eigen's exp stays for tf.exp and f64)
+    "exponential": lambda a, op, t: (
+        f"{'disc_exp_fast' if op.attrs.get('fast') and t == 'float' else 'disc_exp'}({a[0]})"),
     "exponential_minus_one": _call("disc_expm1"),
     "log": _call("disc_log"),
     "log_plus_one": _call("disc_log1p"),
