@@ -80,17 +80,23 @@ def _softmax(log):
         last = [r - 1]
         m = b.broadcast_to(reduce_value(b, x, last, "max_ignore_nan", True), x.shape)
         z = b.elementwise("subtract", x, m)
-        e = b.elementwise("exponential", z)
-        if not log and x.dtype == dtypes.F32:
+        f32 = x.dtype == dtypes.F32
+        # f32 (and half, computed in f32): oneDNN's exp is owed in accuracy
+        # only, so the FMA exp (prelude.py disc_exp_fast) instead of Eigen's.
+        e = b.elementwise("exponential", z, **({"fast": True} if f32 else {}))
+        if not log and f32:
             # TF's f32 Softmax is oneDNN's, whose exp maps NaN to +inf: a row
             # with NaN/inf gives NaN there and 0 elsewhere (Eigen's f64
             # Softmax and LogSoftmax give a NaN row, as the plain formula).
             inf = b.scalar_like(float("inf"), e)
             e = b.elementwise("select", b.elementwise("is_nan", z), inf, e, dtype=e.dtype)
-        s = b.broadcast_to(reduce_value(b, e, last, "sum", True), x.shape)
+        s = reduce_value(b, e, last, "sum", True)
         if log:
-            return [b.elementwise("subtract", z, b.elementwise("log", s))]
-        return [b.elementwise("divide", e, s)]
+            return [b.elementwise("subtract", z,
+                                  b.broadcast_to(b.elementwise("log", s), x.shape))]
+        # times the row sum's reciprocal (once per row), as oneDNN and Eigen's functor
+        inv = b.broadcast_to(b.elementwise("reciprocal", s), x.shape)
+        return [b.elementwise("multiply", e, inv)]
     return lower
 
 
