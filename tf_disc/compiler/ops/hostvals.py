@@ -26,6 +26,10 @@ def host_dims(b, v):
         if v in op.results:
             if op.name == "constant":
                 return [str(int(x)) for x in op.attrs["value"]]
+            if op.name == "negate":  # x[-n:] with n from tf.shape
+                from ..shapes.symbolic import dim_sub
+                d = host_dims(b, op.operands[0])
+                return None if d is None else [dim_sub("0", x) for x in d]
             break
     return None
 
@@ -73,9 +77,12 @@ def fold_binary(b, ir_op: str, xs):
         return None  # constants: canonicalize folds what it can
     fns = {"add": dim_add, "subtract": dim_sub, "multiply": dim_mul, "maximum": dim_max,
            "minimum": dim_min}
-    if ir_op in ("div_int", "floor_div_int") and \
-            not any(is_static(d) and int(d) < 0 for d in hx + hy):
-        fns[ir_op] = dim_floordiv
+    if ir_op in ("div_int", "floor_div_int", "floor_mod_int") and \
+            not any(is_static(d) and int(d) <= 0 for d in hy) and \
+            not any(is_static(d) and int(d) < 0 for d in hx):
+        fns["floor_div_int"] = fns["div_int"] = dim_floordiv
+        # x % y = x - (x // y) * y: seq % 3 in slice bounds
+        fns["floor_mod_int"] = lambda u, v: dim_sub(u, dim_mul(dim_floordiv(u, v), v))
     fn = fns.get(ir_op)
     if fn is None:
         return None

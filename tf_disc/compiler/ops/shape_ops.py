@@ -277,10 +277,17 @@ def lower_slice(b, node, xs):
     hd = host_dims(b, x)
     out_shape = []
     for d in range(r):
-        s = dim_sub(x.shape[d], begin[d]) if size[d] == "-1" else size[d]
+        rest = dim_sub(x.shape[d], begin[d])
+        # size -1 means "to the end", also when the host computes it
+        s = size[d] if is_static(size[d]) and size[d] != "-1" else \
+            dim_ifzero(dim_add(size[d], "1"), rest, size[d])
         out_shape.append(s)
         if is_static(begin[d]) and int(begin[d]) < 0:
             raise ShapeError(f"Expected begin[{d}] in [0, ...] (node '{node.name}')")
+        for what, v in (("begin", begin[d]), ("size", s)):
+            if not is_static(v):
+                _assert_eq(b, [dim_max(v, "0")], [v], node,
+                           f"Expected {what}[{d}] >= 0, but got {{1}}")
         end = dim_add(begin[d], s)
         _assert_eq(b, [dim_min(end, x.shape[d])], [end], node,
                    f"Expected size[{d}] in [0, {{0}}], but got {{1}}")
@@ -297,18 +304,39 @@ def _clamp(v, lo, hi):
     return dim_min(dim_max(v, lo), hi)
 
 
+def _bound_dims(b, v, node, what: str) -> list[str]:
+    """StridedSlice begin/end as dims: constants, or values the host computes
+    from shapes in the cluster (pos_emb[:tf.shape(x)[1]])."""
+    d = host_dims(b, v)
+    if d is None:
+        d = [str(int(t)) for t in const_array(b, v, node, what)] if v.dtype.is_int else None
+    if d is None:
+        raise Unsupported(f"node '{node.name}' (StridedSlice): {what} is not computable")
+    return d
+
+
+def _wrap(i: str, n: str) -> str:
+    """A possibly negative index i counted from the end of a dim of size n."""
+    if is_static(i):
+        return dim_add(n, i) if int(i) < 0 else i
+    return dim_ifzero(dim_min(i, "0"), i, dim_add(i, n))
+
+
 def lower_strided_slice(b, node, xs):
     x, bg, en, sd = xs
-    begin = const_ints(b, bg, node, "begin")
-    end = const_ints(b, en, node, "end")
+    begin = _bound_dims(b, bg, node, "begin")
+    end = _bound_dims(b, en, node, "end")
     strides = const_ints(b, sd, node, "strides")
+    if not len(begin) == len(end) == len(strides):
+        raise ShapeError(f"Expected begin, end, and strides to be 1D equal size tensors "
+                         f"(node '{node.name}')")
     at = node.attrs
     bm, em = at.get("begin_mask", 0), at.get("end_mask", 0)
     ell, nam, sam = at.get("ellipsis_mask", 0), at.get("new_axis_mask", 0), \
         at.get("shrink_axis_mask", 0)
     r = x.type.rank
     # Expand the sparse spec to one entry per input dim (plus new axes).
-    spec = []  # (kind, input dim or None, b, e, s, bmask, emask)
+    spec = []  # (kind, input dim or None, b, e (dims), s, bmask, emask)
     n_real = sum(1 for i in range(len(begin)) if not (nam >> i) & 1 and not (ell >> i) & 1)
     d = 0
     for i in range(len(begin)):
@@ -341,9 +369,10 @@ def lower_strided_slice(b, node, xs):
         if s == 0:
             raise ShapeError(f"strides[{dd}] must be non-zero (node '{node.name}')")
         if kind == "shrink":
-            idx = dim_add(n, str(bb)) if bb < 0 else str(bb)
+            idx = _wrap(str(bb), n)
+            shown = bb if is_static(str(bb)) else "{1}"
             _assert_eq(b, [_clamp(idx, "0", dim_sub(n, "1"))], [idx], node,
-                       f"slice index {bb} of dimension {dd} out of bounds.")
+                       f"slice index {shown} of dimension {dd} out of bounds.")
             base.append(dim_mul(idx, st[dd]))
             if hd is not None and is_static(idx):
                 host_sel = [hd[int(idx)]]
@@ -351,13 +380,13 @@ def lower_strided_slice(b, node, xs):
         if kind == "full":
             bgn, ln, s = "0", n, 1
         elif s > 0:
-            bgn = "0" if bmk else _clamp(dim_add(n, str(bb)) if bb < 0 else str(bb), "0", n)
-            e = n if emk else _clamp(dim_add(n, str(ee)) if ee < 0 else str(ee), "0", n)
+            bgn = "0" if bmk else _clamp(_wrap(bb, n), "0", n)
+            e = n if emk else _clamp(_wrap(ee, n), "0", n)
             ln = dim_max("0", dim_floordiv(dim_add(dim_sub(e, bgn), str(s - 1)), str(s)))
         else:
             nm1 = dim_sub(n, "1")
-            bgn = nm1 if bmk else _clamp(dim_add(n, str(bb)) if bb < 0 else str(bb), "-1", nm1)
-            e = "-1" if emk else _clamp(dim_add(n, str(ee)) if ee < 0 else str(ee), "-1", nm1)
+            bgn = nm1 if bmk else _clamp(_wrap(bb, n), "-1", nm1)
+            e = "-1" if emk else _clamp(_wrap(ee, n), "-1", nm1)
             ln = dim_max("0", dim_floordiv(dim_add(dim_sub(bgn, e), str(-s - 1)), str(-s)))
         out_shape.append(ln)
         out_strides.append(dim_mul(str(s), st[dd]))
