@@ -7,7 +7,9 @@
 // work is cut into independent blocks (batches, row and column panels) that
 // the caller's parallel-for runs on TF's intra-op pool, each block being a
 // single-threaded Eigen GEMM; large dense products instead run Eigen's
-// tensor contraction on the same pool.
+// tensor contraction on the same pool.  Skinny float products (m <= 128,
+// row-major B) skip Eigen's per-call packing of B: a register-tiled kernel
+// streams B, one task per 64-column tile.
 #ifndef TF_DISC_RUNTIME_GEMM_H_
 #define TF_DISC_RUNTIME_GEMM_H_
 
