@@ -146,13 +146,32 @@ def dim_floordiv(a: Dim, b: Dim) -> Dim:
     return _mk("floordiv", [a, b])
 
 
+def known_nonneg(d: Dim) -> bool:
+    """Whether d is >= 0 whatever its symbols are (symbols are input
+    sizes; max/min/sums/products/quotients of such stay sizes)."""
+    p = parse_dim(d)
+    if p[0] == "const":
+        return p[1] >= 0
+    if p[0] == "sym":
+        return True
+    parts = p[1] if p[0] == "bcast" else p[2]
+    if p[0] == "bcast" or (p[0] == "expr" and p[1] in ("mul", "add", "floordiv", "min")):
+        return all(known_nonneg(x) for x in parts)
+    if p[0] == "expr" and p[1] == "max":
+        return any(known_nonneg(x) for x in parts)
+    if p[0] == "expr" and p[1] == "ifzero":
+        return known_nonneg(parts[1]) and known_nonneg(parts[2])
+    return p[0] == "expr" and p[1] == "rangelen"
+
+
 def dim_max(a: Dim, b: Dim) -> Dim:
     if is_static(a) and is_static(b):
         return str(max(int(a), int(b)))
-    # A plain symbol is a size, never negative (VALID windows: max(0, s)).
-    if a == "0" and b.isidentifier():
+    # max(0, size) is the size (VALID windows): folding it keeps a residual
+    # Add's two operands one spelling instead of doubling the dim per block.
+    if a == "0" and known_nonneg(b):
         return b
-    if b == "0" and a.isidentifier():
+    if b == "0" and known_nonneg(a):
         return a
     return a if a == b else _mk("max", sorted([a, b]))
 
