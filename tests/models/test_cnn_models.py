@@ -5,11 +5,10 @@ at least 95% of the compute ops TF runs are inside DiscLaunch, one compile
 per cluster across the shapes, outputs equal to stock TF within float32
 rounding.  Small images keep it fast; examples/ runs 20 shapes.
 
-keras.applications.ResNet50 itself is not here: its VALID 1x1 convolutions
-have output sizes that depend on the (symbolic) kernel size, so each
-residual Add broadcasts two different dim expressions and the dim strings
-double per block; lowering does not finish in reasonable time (see the
-report of issue #3)."""
+keras.applications.ResNet50 (VALID 1x1 convolutions) compiles because its
+filters' dims, proven by Grappler, are constants: conv output sizes do not
+depend on kernel-size symbols and each residual Add sees one dim spelling.
+"""
 import os
 import sys
 
@@ -23,7 +22,8 @@ from cnn_dynamic_common import (build_model, compiles_per_cluster, coverage,  # 
 SHAPES = [(2, 40, 56), (1, 33, 33), (3, 64, 48)]
 
 
-@pytest.mark.parametrize("name,blocks", [("MobileNetV2", ()), ("resnet50_like", (1, 1, 1, 1))])
+@pytest.mark.parametrize("name,blocks", [("MobileNetV2", ()), ("resnet50_like", (1, 1, 1, 1)),
+                                         ("ResNet50", ())])
 def test_cnn_model_dynamic_shapes(disc, name, blocks):
     make = build_model(name, blocks)
     disc.disable()
