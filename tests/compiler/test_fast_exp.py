@@ -8,8 +8,13 @@ import subprocess
 import numpy as np
 import pytest
 
+import tensorflow as tf
+
 from blade_disc_tf.compiler.build.command import compile_command
 from blade_disc_tf.compiler.codegen.prelude import PRELUDE
+from blade_disc_tf.compiler.codegen.source import generate_source
+from blade_disc_tf.compiler.frontend import lower_graph, parse_function_def
+from blade_disc_tf.compiler.passes.pipeline import run_pipeline
 
 _LOOP = r'''
 extern "C" __attribute__((visibility("default")))
@@ -69,3 +74,25 @@ def test_specials(fast_exp):
     # subnormal results are the rounded true value (no garbage below 2^-126)
     sub = np.linspace(-103.9, -87.4, 4001, dtype=np.float32)
     assert _ulp_error(fast_exp(sub), sub).max() <= 1.0
+
+
+def _kernel_source(fn, dtype) -> str:
+    spec = tf.TensorSpec([None, None], dtype)
+    fdef = tf.function(fn, input_signature=[spec]).get_concrete_function().function_def
+    func = lower_graph(parse_function_def(fdef.SerializeToString()),
+                       [{"dtype": dtype.as_datatype_enum, "rank": 2, "value": None}])
+    return generate_source(run_pipeline(func))
+
+
+@pytest.mark.parametrize("dtype,fast", [(tf.float32, True), (tf.float16, True),
+                                        (tf.bfloat16, True), (tf.float64, False)])
+def test_softmax_uses_fast_exp_only_where_tf_runs_onednn(dtype, fast):
+    """f32 Softmax/LogSoftmax (half types compute in f32) call disc_exp_fast;
+    f64 and tf.exp itself keep Eigen's bitwise disc_exp."""
+    body = lambda src: src[src.index("}  // namespace"):]   # the kernels, not the prelude
+    for fn in (tf.nn.softmax, tf.nn.log_softmax):
+        src = body(_kernel_source(lambda x: fn(x) * x, dtype))
+        assert ("disc_exp_fast(" in src) == fast
+        assert ("disc_exp(" in src) != fast
+    src = body(_kernel_source(lambda x: tf.exp(x) * x, dtype))
+    assert "disc_exp(" in src and "disc_exp_fast(" not in src

@@ -92,17 +92,17 @@ inline float disc_exp(float x0) {
   return x0 < -104.0f ? 0.0f : res;
 }
 // Softmax's exp (TF's f32 Softmax runs oneDNN's FMA exp, not Eigen's, so
-// only its accuracy is owed): n = rint(x / ln2), r = x - n*ln2 with a
-// two-constant split through fma, Sleef's degree-6 polynomial by fma,
-// y * 2^n in two exact factors.  Error <= 1.5 ulp over [-104, 89]
-// (tests/compiler/test_fast_exp.py); exp(0) = 1 exactly, NaN stays NaN,
-// x < -104 (and -inf) gives 0, x > ln(FLT_MAX) gives +inf.
+// only its accuracy is owed): n = rint(x / ln2) by the 1.5*2^23 shifter
+// (n is then in the low bits: no rint, no float->int conversion),
+// r = x - n*ln2 with a two-constant split through fma, Sleef's degree-6
+// polynomial by fma, y * 2^n in two exact factors.  Error <= 1.5 ulp
+// (tests/compiler/test_fast_exp.py); exp(0) = 1 exactly, NaN stays NaN
+// (it passes the clamps), x <= -104 (and -inf) gives 0 (exp(-104) is
+// below half the least subnormal), x > ln(FLT_MAX) gives +inf.
 inline float disc_exp_fast(float x0) {
-  // NaN fails both compares and becomes -104: n stays an integer (no UB in
-  // the int conversion); the NaN comes back in the last select.
-  float x = x0 > -104.0f ? x0 : -104.0f;
-  x = x < 89.0f ? x : 89.0f;
-  const float n = __builtin_rintf(x * 0x1.715476p+0f);
+  const float x = disc_pmax(disc_pmin(x0, 89.0f), -104.0f);
+  const float t = __builtin_fmaf(x, 0x1.715476p+0f, 0x1.8p23f);
+  const float n = t - 0x1.8p23f;
   float r = __builtin_fmaf(n, -0x1.62e43p-1f, x);
   r = __builtin_fmaf(n, 0x1.05c61p-29f, r);
   float u = 1.98527617612853646278381e-4f;
@@ -113,11 +113,10 @@ inline float disc_exp_fast(float x0) {
   u = __builtin_fmaf(u, r, 0.5f);
   const float y = 1.0f + __builtin_fmaf(r * r, u, r);
   // n in [-150, 128]: 2^h and 2^(n-h) are normal, the product rounds once.
-  const int32_t ni = int32_t(n);
+  const int32_t ni = disc_bits<int32_t>(t) - disc_bits<int32_t>(0x1.8p23f);
   const int32_t h = ni >> 1;
-  const float res = (y * disc_bits<float>(uint32_t(h + 127) << 23)) *
-                    disc_bits<float>(uint32_t(ni - h + 127) << 23);
-  return x0 != x0 ? x0 : (x0 < -104.0f ? 0.0f : res);
+  return (y * disc_bits<float>(uint32_t(h + 127) << 23)) *
+         disc_bits<float>(uint32_t(ni - h + 127) << 23);
 }
 // pexp_double
 inline double disc_exp(double x0) {
