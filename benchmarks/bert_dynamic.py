@@ -6,9 +6,11 @@ through our compiler).
 
 Workload A is BladeDISC's published request sequence (batch
 2,2,4,1,1,8,8,2,16,2 at seq 128); B is 40 seeded requests with batch 1-8 and
-seq 16-256.  Cold = the first pass over the workload on a fresh function
-(tracing, compiling, exporting included); steady = median over --repeats
-passes, the modes interleaved.
+seq 16-256; C is 16 requests at batch 1, seq 8-64.  Cold = the first pass
+over the workload on a fresh function
+(tracing, compiling, exporting included); steady = the sum over requests of
+each request's median over --repeats calls, the modes interleaved per request
+in a rotating order so that load drift hits them alike.
 
     python benchmarks/bert_dynamic.py [--layers 4] [--repeats 3] [--workload AB] [--quick]
 """
@@ -50,6 +52,8 @@ def workload(name: str, vocab: int, quick: bool, seed: int = 0) -> List[Tuple[np
     rng = np.random.default_rng(seed)
     if name == "A":
         shapes = [(b, 16 if quick else 128) for b in WORKLOAD_A_BATCHES]
+    elif name == "C":  # latency-bound: batch 1, short sequences
+        shapes = [(1, int(s)) for s in rng.integers(8, 17 if quick else 65, 8 if quick else 16)]
     else:
         shapes = [(int(rng.integers(1, 5 if quick else 9)), int(rng.integers(4 if quick else 16, 33 if quick else 257)))
                   for _ in range(8 if quick else 40)]
@@ -103,6 +107,19 @@ def onnx_runtime(fn: tf.types.experimental.GenericFunction) -> Optional[Callable
     return lambda *xs: sess.run(None, dict(zip(names, xs)))[0]
 
 
+def eigen_gemm(fn: Callable) -> Callable:
+    """Ours with the runtime's skinny-GEMM kernel switched off per call
+    (DISC_GEMM_SKINNY=0): the before/after of that kernel in one run."""
+    def call(*args):
+        os.environ["DISC_GEMM_SKINNY"] = "0"
+        try:
+            out = fn(*args)
+            return out.numpy() if hasattr(out, "numpy") else out
+        finally:
+            del os.environ["DISC_GEMM_SKINNY"]
+    return call
+
+
 def build_modes(config: Config, weights, names: str) -> List[Mode]:
     def model(ids, mask):
         return transformer(ids, mask, weights, config)
@@ -122,6 +139,7 @@ def build_modes(config: Config, weights, names: str) -> List[Mode]:
         Mode("onnxruntime", lambda: onnx_runtime(stock_for_onnx)),
         Mode("ours", fresh(model), ours=True),
         Mode("ours_async", fresh(model), ours=True, async_compile=True),
+        Mode("ours_eigen_gemm", lambda: eigen_gemm(fresh(model)()), ours=True),
         Mode("gemm_floor(ours)", lambda: tf.function(floor, input_signature=floor_spec),
              ours=True, floor=True),
     ]
@@ -171,9 +189,13 @@ def run_workload(label: str, requests, floor_requests, mode_list: List[Mode], re
     disc.enable(async_compile=False)  # sync reloads of ours from the disk cache below
     for name, (fn, reqs) in runners.items():  # untimed warm-up round
         fn(*reqs[0])
-    for _ in range(repeats):
-        for name, (fn, reqs) in runners.items():
-            timelines[name].run_pass(fn, reqs, cold=False)
+    names = list(runners)
+    for rep in range(repeats):  # per request, every mode in a rotating order
+        for i in range(len(requests)):
+            shift = (i + rep) % len(names)
+            for name in names[shift:] + names[:shift]:
+                fn, reqs = runners[name]
+                timelines[name].time_request(i, fn, reqs[i])
     print_results(label, mode_list, timelines, results)
 
 
@@ -210,10 +232,11 @@ def print_results(label: str, mode_list: List[Mode], timelines, results) -> None
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--workload", default="AB", help="A, B or AB")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--workload", default="AB", help="any of A, B, C")
     parser.add_argument("--modes", default="all",
-                        help="comma list of tf,tf1_session,xla,onnxruntime,ours,ours_async,gemm_floor")
+                        help="comma list of tf,tf1_session,xla,onnxruntime,ours,ours_async,ours_eigen_gemm,"
+                             "gemm_floor")
     parser.add_argument("--quick", action="store_true", help="tiny model and workloads (smoke run)")
     args = parser.parse_args()
     config = (Config(hidden=64, heads=4, ffn=256, layers=1, vocab=1000) if args.quick
@@ -221,7 +244,8 @@ def main() -> None:
     repeats = 1 if args.quick else args.repeats
     weights = make_weights(config)
     print(f"model: hidden {config.hidden}, heads {config.heads}, ffn {config.ffn}, "
-          f"layers {config.layers}; {os.cpu_count()} CPUs; steady = median of {repeats} pass(es)")
+          f"layers {config.layers}; {os.cpu_count()} CPUs; steady = sum of per-request medians of {repeats} "
+          "interleaved call(s)")
     print("peak_rss_MB: VmHWM over each mode's cold pass, " + (
         "reset before each mode" if modes.reset_peak_rss()
         else "CUMULATIVE (this kernel refuses clear_refs)") +

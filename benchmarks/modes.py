@@ -115,6 +115,7 @@ class Timeline:
         self.cold_s = 0.0
         self.steady_totals: List[float] = []
         self.latencies: List[float] = []
+        self.per_request: Dict[int, List[float]] = {}  # request index -> steady samples
 
     def run_pass(self, fn: Callable[..., object], requests: List[Request], cold: bool,
                  first: Optional[Callable[[], object]] = None) -> List[np.ndarray]:
@@ -136,8 +137,23 @@ class Timeline:
             self.steady_totals.append(total)
         return outputs
 
+    def time_request(self, index: int, fn: Callable[..., object], request: Request) -> None:
+        """One steady call on request `index`; callers interleave the modes
+        per request so that load drift hits every mode alike."""
+        start = time.perf_counter()
+        out = fn(*request)
+        if hasattr(out, "numpy"):
+            out.numpy()
+        elapsed = time.perf_counter() - start
+        self.per_request.setdefault(index, []).append(elapsed)
+        self.latencies.append(elapsed)
+
     @property
     def steady_s(self) -> float:
+        """Sum over requests of each request's median (per-request timing),
+        else the median pass total."""
+        if self.per_request:
+            return sum(statistics.median(v) for v in self.per_request.values())
         return statistics.median(self.steady_totals) if self.steady_totals else float("nan")
 
 

@@ -6,6 +6,7 @@
 #include <unsupported/Eigen/CXX11/ThreadPool>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "tf_disc/runtime/disc_abi.h"
@@ -128,7 +129,11 @@ void SkinnyColumns(const GemmArgs& g, int64_t bi, int64_t c0) {
   }
 }
 
+// DISC_GEMM_SKINNY=0 sends skinny products to Eigen too: an A/B switch read
+// per call, so that benchmarks/bert_dynamic.py times both in one process.
 bool Skinny(const GemmArgs& g) {
+  const char* env = std::getenv("DISC_GEMM_SKINNY");
+  if (env != nullptr && env[0] == '0') return false;
   return g.dtype == DISC_DTYPE_FLOAT && !g.trans_b && g.m <= kSkinnyMaxRows &&
          g.n >= kTileCols;
 }
