@@ -1,6 +1,7 @@
 """The oneDNN remapper fuses attention scores `q @ k^T * scale + mask` into
-_MklFusedBatchMatMulV2 before our optimizer runs; defuse.cc expands it back
-so the whole block stays one cluster compiled once for every (batch, seq)."""
+_MklFusedBatchMatMulV2 and x * tanh(softplus(x)) into _MklFusedMish before our
+optimizer runs; defuse.cc expands them back so each block stays one cluster
+compiled once for every shape."""
 import numpy as np
 import tensorflow as tf
 
@@ -39,3 +40,23 @@ def test_fused_attention_scores_are_expanded_into_one_cluster(disc):
     assert len(stats["clusters"]) == 1, stats
     assert total(stats, "fallbacks") == 0, stats
     assert total(stats, "compiles") == 1, stats
+
+
+def test_fused_mish_is_expanded_into_one_cluster(disc):
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    def mish(x):
+        # fused only as a function output; the second output keeps the graph
+        # above Grappler's 4-node minimum
+        return x * tf.tanh(tf.nn.softplus(x)), tf.exp(x) * 3.0
+
+    rng = np.random.default_rng(12)
+    for i, shape in enumerate([(2, 5), (1, 1), (7, 33), (0, 3), (4, 100), (3, 2)]):
+        x = (rng.standard_normal(shape) * 8).astype(np.float32)
+        if i == 0:
+            ops = tf2_executed_ops(lambda: mish(x))
+            assert "_MklFusedMish" not in ops and "DiscLaunch" in ops, ops
+        for got, want in zip(mish(x), mish.python_function(tf.constant(x))):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    stats = disc.stats()
+    assert total(stats, "fallbacks") == 0, stats
+    assert [c["compiles"] for c in stats["clusters"].values()] == [1, 1], stats  # one per output

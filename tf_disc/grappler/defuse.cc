@@ -17,6 +17,7 @@ using tensorflow::NodeDef;
 
 constexpr char kUnaryComposition[] = "_UnaryOpsComposition";  // arithmetic opt.
 constexpr char kSwish[] = "_MklSwish";  // remapper (oneDNN): x * sigmoid(x)
+constexpr char kMish[] = "_MklFusedMish";  // remapper: x * tanh(softplus(x))
 // remapper: MatMul + BiasAdd [+ Add] [+ activation]; inputs a, b, args...
 constexpr char kFusedMatMul[] = "_FusedMatMul";
 // remapper (oneDNN): BatchMatMulV2 + Mul [+ Add], e.g. attention scores
@@ -63,6 +64,7 @@ std::vector<std::string> PlainOps(const NodeDef& node) {
     return {names->second.list().s().begin(), names->second.list().s().end()};
   }
   if (node.op() == kSwish) return {"Sigmoid", "Mul"};
+  if (node.op() == kMish) return {"Softplus", "Tanh", "Mul"};
   const bool matmul = node.op() == kFusedMatMul;
   if (matmul || node.op() == kFusedBatchMatMul) {
     auto fused = node.attr().find("fused_ops");
@@ -114,8 +116,8 @@ NodeDef MakeNode(const std::string& name, const std::string& op,
 }  // namespace
 
 bool IsExpandableFusedOpType(const std::string& op) {
-  return op == kUnaryComposition || op == kSwish || op == kFusedMatMul ||
-         op == kFusedBatchMatMul;
+  return op == kUnaryComposition || op == kSwish || op == kMish ||
+         op == kFusedMatMul || op == kFusedBatchMatMul;
 }
 
 bool HasExpandableFusedOps(const tensorflow::GraphDef& graph,
@@ -173,12 +175,16 @@ int ExpandFusedOps(const SupportTable& table, tensorflow::GraphDef* graph) {
         chain.push_back(std::move(n));
         input = name;
       }
-    } else if (node.op() == kSwish) {
-      std::string sig = fresh(node.name() + "/disc_sigmoid");
-      std::vector<std::string> in = {x};
-      in.insert(in.end(), controls.begin(), controls.end());
-      chain.push_back(MakeNode(sig, "Sigmoid", node, in));
-      chain.push_back(MakeNode(node.name(), "Mul", node, {x, sig}));
+    } else if (node.op() == kSwish || node.op() == kMish) {
+      // x * gate(x): the unary gate chain, then Mul with x.
+      std::string gate = x;
+      for (size_t i = 0; i + 1 < ops.size(); ++i) {
+        std::vector<std::string> in = {gate};
+        if (i == 0) in.insert(in.end(), controls.begin(), controls.end());
+        gate = fresh(node.name() + "/disc_" + ops[i]);
+        chain.push_back(MakeNode(gate, ops[i], node, in));
+      }
+      chain.push_back(MakeNode(node.name(), "Mul", node, {x, gate}));
     } else {
       // Unary chain; the first step carries the control inputs.
       std::string input = x;

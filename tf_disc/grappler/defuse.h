@@ -1,7 +1,8 @@
 // Undoes Grappler fusions that hide supported ops from the clusterer.
 // Built-in optimizers run before DiscOptimizer: the arithmetic optimizer
 // folds chains of unary ops (Exp, Tanh, Neg, ...) into _UnaryOpsComposition
-// and the oneDNN remapper turns x * sigmoid(x) into _MklSwish and MatMul +
+// and the oneDNN remapper turns x * sigmoid(x) into _MklSwish,
+// x * tanh(softplus(x)) into _MklFusedMish, and MatMul +
 // BiasAdd [+ Add] [+ Relu/Relu6/Elu/LeakyRelu/Tanh/Sigmoid] into
 // _FusedMatMul, and BatchMatMulV2 + Mul [+ AddV2] (attention scores) into
 // _MklFusedBatchMatMulV2; no compiler table lists those.  When every plain op
