@@ -3,6 +3,7 @@ _MklFusedBatchMatMulV2 and x * tanh(softplus(x)) into _MklFusedMish before our
 optimizer runs; defuse.cc expands them back so each block stays one cluster
 compiled once for every shape."""
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from graph_inspection import total, tf2_executed_ops
@@ -60,3 +61,26 @@ def test_fused_mish_is_expanded_into_one_cluster(disc):
     stats = disc.stats()
     assert total(stats, "fallbacks") == 0, stats
     assert [c["compiles"] for c in stats["clusters"].values()] == [1, 1], stats  # one per output
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_fused_matmul_gelu_is_expanded_into_one_cluster(disc, approximate):
+    rng = np.random.default_rng(13)
+    w = tf.constant(rng.standard_normal((16, 24)).astype(np.float32) * 0.5)
+    bias = tf.constant(rng.standard_normal(24).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, 16], tf.float32)])
+    def dense_gelu(x):  # Keras Dense(activation="gelu") on a sequence
+        y = tf.nn.bias_add(tf.matmul(tf.reshape(x, [-1, 16]), w), bias)
+        return tf.reshape(tf.nn.gelu(y, approximate=approximate), tf.concat([tf.shape(x)[:2], [24]], 0))
+
+    for i, shape in enumerate([(2, 5), (1, 1), (3, 17), (0, 4), (4, 33), (2, 2)]):
+        x = (rng.standard_normal(shape + (16,)) * 3).astype(np.float32)
+        if i == 0:
+            ops = tf2_executed_ops(lambda: dense_gelu(x))
+            assert "_FusedMatMul" not in ops and "DiscLaunch" in ops, ops
+        want = dense_gelu.python_function(tf.constant(x)).numpy()
+        np.testing.assert_allclose(dense_gelu(x).numpy(), want, rtol=1e-5, atol=1e-5)
+    stats = disc.stats()
+    assert total(stats, "fallbacks") == 0, stats
+    assert total(stats, "compiles") == 1, stats

@@ -8,6 +8,7 @@
 #include "tensorflow/core/framework/attr_value.pb.h"
 #include "tensorflow/core/framework/node_def.pb.h"
 #include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/tensor.h"
 
 namespace tf_disc {
 namespace {
@@ -33,7 +34,15 @@ std::string FusedMatMulStep(const std::string& step) {
   }
   if (step == "Add" || step == "AddV2") return "AddV2";
   if (step == "Mul") return "Mul";
-  return "";  // GeluApproximate/GeluExact, ...: several ops, left fused
+  if (step == "GeluExact" || step == "GeluApproximate") return step;
+  return "";
+}
+
+// The plain ops a contraction step runs (Gelu: tf.nn.gelu's own formulas).
+std::vector<std::string> StepOps(const std::string& step) {
+  if (step == "GeluExact") return {"Neg", "Mul", "Erfc"};
+  if (step == "GeluApproximate") return {"Pow", "Mul", "AddV2", "Tanh"};
+  return {step};
 }
 
 // Whether a contraction step consumes the next fused arg.
@@ -96,8 +105,15 @@ bool Expandable(const NodeDef& node, const SupportTable& table) {
   if (type == node.attr().end()) return false;
   std::vector<std::string> ops = PlainOps(node);
   if (ops.empty()) return false;
-  for (const std::string& op : ops) {
-    if (!Supported(table, op, type->second)) return false;
+  tensorflow::DataType dtype = type->second.type();
+  if (dtype != tensorflow::DT_FLOAT && dtype != tensorflow::DT_HALF &&
+      dtype != tensorflow::DT_BFLOAT16 && dtype != tensorflow::DT_DOUBLE) {
+    return false;
+  }
+  for (const std::string& step : ops) {
+    for (const std::string& op : StepOps(step)) {
+      if (!Supported(table, op, type->second)) return false;
+    }
   }
   return true;
 }
@@ -111,6 +127,59 @@ NodeDef MakeNode(const std::string& name, const std::string& op,
   for (std::string& in : inputs) n.add_input(std::move(in));
   (*n.mutable_attr())["T"] = fused.attr().at("T");
   return n;
+}
+
+// A scalar Const of the fused node's type T.
+NodeDef MakeScalar(const std::string& name, double value, const NodeDef& fused) {
+  NodeDef n;
+  n.set_name(name);
+  n.set_op("Const");
+  n.set_device(fused.device());
+  tensorflow::DataType dtype = fused.attr().at("T").type();
+  tensorflow::Tensor t(dtype, tensorflow::TensorShape({}));
+  switch (dtype) {
+    case tensorflow::DT_HALF: t.scalar<Eigen::half>()() = Eigen::half(value); break;
+    case tensorflow::DT_BFLOAT16:
+      t.scalar<tensorflow::bfloat16>()() = tensorflow::bfloat16(value);
+      break;
+    case tensorflow::DT_DOUBLE: t.scalar<double>()() = value; break;
+    default: t.scalar<float>()() = static_cast<float>(value); break;
+  }
+  (*n.mutable_attr())["dtype"].set_type(dtype);
+  t.AsProtoTensorContent((*n.mutable_attr())["value"].mutable_tensor());
+  return n;
+}
+
+// Appends tf.nn.gelu(y) (exact: 0.5 * y * erfc(-y * 1/sqrt(2)); approximate:
+// 0.5 * y * (1 + tanh(sqrt(2/pi) * (y + 0.044715 * y^3)))) as plain nodes; the
+// last one is named `out`.
+template <typename Fresh>
+void AppendGelu(const NodeDef& fused, const std::string& y, bool exact,
+                const std::string& out, Fresh& fresh, std::vector<NodeDef>* chain) {
+  const std::string base = fused.name() + "/disc_gelu/";
+  auto scalar = [&](const char* tag, double v) {
+    std::string name = fresh(base + tag);
+    chain->push_back(MakeScalar(name, v, fused));
+    return name;
+  };
+  auto op = [&](const std::string& type, std::vector<std::string> in,
+                const std::string& name = "") {
+    std::string n = name.empty() ? fresh(base + type) : name;
+    chain->push_back(MakeNode(n, type, fused, std::move(in)));
+    return n;
+  };
+  std::string half_y = op("Mul", {scalar("half", 0.5), y});
+  std::string gate;
+  if (exact) {
+    std::string neg = op("Neg", {y});
+    gate = op("Erfc", {op("Mul", {neg, scalar("rsqrt2", 0.7071067811865476)})});
+  } else {
+    std::string cube = op("Pow", {y, scalar("three", 3.0)});
+    std::string inner = op("AddV2", {y, op("Mul", {scalar("coeff", 0.044715), cube})});
+    std::string th = op("Tanh", {op("Mul", {scalar("sqrt2_pi", 0.7978845608028654), inner})});
+    gate = op("AddV2", {scalar("one", 1.0), th});
+  }
+  op("Mul", {half_y, gate}, out);
 }
 
 }  // namespace
@@ -166,6 +235,11 @@ int ExpandFusedOps(const SupportTable& table, tensorflow::GraphDef* graph) {
         bool last = i + 1 == ops.size();
         std::string name = last ? node.name()
                                 : fresh(node.name() + "/disc_" + ops[i]);
+        if (ops[i] == "GeluExact" || ops[i] == "GeluApproximate") {
+          AppendGelu(node, input, ops[i] == "GeluExact", name, fresh, &chain);
+          input = name;
+          continue;
+        }
         std::vector<std::string> step_in = {input};
         if (TakesArg(ops[i])) step_in.push_back(node.input(next_arg++));
         NodeDef n = MakeNode(name, ops[i], node, step_in);

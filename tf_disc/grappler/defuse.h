@@ -3,9 +3,9 @@
 // folds chains of unary ops (Exp, Tanh, Neg, ...) into _UnaryOpsComposition
 // and the oneDNN remapper turns x * sigmoid(x) into _MklSwish,
 // x * tanh(softplus(x)) into _MklFusedMish, and MatMul +
-// BiasAdd [+ Add] [+ Relu/Relu6/Elu/LeakyRelu/Tanh/Sigmoid] into
-// _FusedMatMul, and BatchMatMulV2 + Mul [+ AddV2] (attention scores) into
-// _MklFusedBatchMatMulV2; no compiler table lists those.  When every plain op
+// BiasAdd [+ Add] [+ Relu/Relu6/Elu/LeakyRelu/Tanh/Sigmoid/Gelu] into
+// _FusedMatMul (Gelu comes back as tf.nn.gelu's own formula), and
+// BatchMatMulV2 + Mul [+ AddV2] (attention scores) into _MklFusedBatchMatMulV2; no compiler table lists those.  When every plain op
 // is supported, such nodes are expanded back into plain nodes that the
 // clusterer can take.
 #ifndef TF_DISC_GRAPPLER_DEFUSE_H_
