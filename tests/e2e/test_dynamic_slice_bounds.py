@@ -76,3 +76,31 @@ def test_out_of_range_shrink_index_is_tf_error(disc):
     with pytest.raises(tf.errors.InvalidArgumentError):
         f.python_function(tf.zeros((2, 3, 6)))
     assert total(disc.stats(), "compiles") == 1
+
+
+def test_negative_slice_begin_from_shapes_is_tf_error(disc):
+    @tf.function(input_signature=SPEC)
+    def f(x):
+        seq, p = _seq_and_table(x)
+        return tf.reduce_sum(tf.slice(p, tf.stack([seq - 5, 0]), [2, 6]), 0) + tf.tanh(x)
+
+    f(np.zeros((1, 6, 6), np.float32))
+    for call in (f, f.python_function):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            call(tf.zeros((1, 3, 6))).numpy()
+
+
+def test_bound_from_a_data_input_is_a_cache_key_value(disc):
+    @tf.function(input_signature=SPEC + [tf.TensorSpec([2], tf.int32)])
+    def f(x, end):
+        return tf.tanh(tf.strided_slice(x, [0, 1], end)) * 2.0
+
+    rng = np.random.default_rng(9)
+    for end in ([2, 4], [1, -1], [2, 4], [1, -1], [5, 9]):
+        x = rng.standard_normal((2, 5, 6)).astype(np.float32)
+        np.testing.assert_allclose(f(x, end).numpy(),
+                                   f.python_function(tf.constant(x), tf.constant(end)).numpy(),
+                                   rtol=1e-6)
+    stats = disc.stats()
+    assert total(stats, "fallbacks") == 0, stats
+    assert total(stats, "compiles") == 3, stats  # one per distinct end (its value is in the key)
