@@ -319,6 +319,8 @@ def _wrap(i: str, n: str) -> str:
     """A possibly negative index i counted from the end of a dim of size n."""
     if is_static(i):
         return dim_add(n, i) if int(i) < 0 else i
+    if i.isidentifier():  # a plain symbol is a size, never negative
+        return i
     return dim_ifzero(dim_min(i, "0"), i, dim_add(i, n))
 
 
