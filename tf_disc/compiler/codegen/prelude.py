@@ -95,12 +95,14 @@ inline float disc_exp(float x0) {
 // only its accuracy is owed): n = rint(x / ln2) by the 1.5*2^23 shifter
 // (n is then in the low bits: no rint, no float->int conversion),
 // r = x - n*ln2 with a two-constant split through fma, Sleef's degree-6
-// polynomial by fma, y * 2^n in two exact factors.  Error <= 1.5 ulp
-// (tests/compiler/test_fast_exp.py); exp(0) = 1 exactly, NaN stays NaN
-// (it passes the clamps), x <= -104 (and -inf) gives 0 (exp(-104) is
-// below half the least subnormal), x > ln(FLT_MAX) gives +inf.
+// polynomial by fma, then (2y) * 2^(n-1), one exponent-field scale as
+// oneDNN's.  Error <= 1.5 ulp down to x = -86.98 (tests/compiler/
+// test_fast_exp.py); below (results under 2^-125.5, -inf too) it gives 0,
+// as oneDNN flushes (n = -126 makes the scale's exponent field 0).
+// exp(0) = 1 exactly, NaN stays NaN (it passes the clamps), x > ln(FLT_MAX)
+// gives +inf.
 inline float disc_exp_fast(float x0) {
-  const float x = disc_pmax(disc_pmin(x0, 89.0f), -104.0f);
+  const float x = disc_pmax(disc_pmin(x0, 89.0f), -87.0f);
   const float t = __builtin_fmaf(x, 0x1.715476p+0f, 0x1.8p23f);
   const float n = t - 0x1.8p23f;
   float r = __builtin_fmaf(n, -0x1.62e43p-1f, x);
@@ -112,11 +114,9 @@ inline float disc_exp_fast(float x0) {
   u = __builtin_fmaf(u, r, 0.166666671633720397949219f);
   u = __builtin_fmaf(u, r, 0.5f);
   const float y = 1.0f + __builtin_fmaf(r * r, u, r);
-  // n in [-150, 128]: 2^h and 2^(n-h) are normal, the product rounds once.
-  const int32_t ni = disc_bits<int32_t>(t) - disc_bits<int32_t>(0x1.8p23f);
-  const int32_t h = ni >> 1;
-  return (y * disc_bits<float>(uint32_t(h + 127) << 23)) *
-         disc_bits<float>(uint32_t(ni - h + 127) << 23);
+  // n in [-126, 128]: the field n - 1 + 127 is in [0, 254] (0: the scale is 0)
+  const int32_t field = disc_bits<int32_t>(t) - (disc_bits<int32_t>(0x1.8p23f) - 126);
+  return (y + y) * disc_bits<float>(uint32_t(field) << 23);
 }
 // pexp_double
 inline double disc_exp(double x0) {
