@@ -1,6 +1,7 @@
 // DiscLaunch: runs one clustered subgraph through a compiled executable, or
 // falls back to the original function when there is none.
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,7 @@ class DiscLaunchOp : public AsyncOpKernel {
     std::vector<std::string> blobs;
     OP_REQUIRES_OK(ctx, ctx->GetAttr("executables", &blobs));
     function_ = f.name();
+    claim_ = std::make_unique<FunctionClaim>(function_);
     if (!blobs.empty()) {
       embedded_ = std::make_unique<EmbeddedExecutables>(function_, blobs);
     }
@@ -88,6 +90,12 @@ class DiscLaunchOp : public AsyncOpKernel {
     }
     stats_->RecordRun(key);
     if (embedded_ != nullptr && RunEmbedded(ctx, key, &done)) return;
+    if (std::shared_ptr<const Executable> exe = Remembered(key)) {
+      stats_->RecordCacheHit();
+      RunExecutable(ctx, *exe);
+      done();
+      return;
+    }
     Options options = GetOptions();
     LookupParams params{&function_, &key, stats_, options.async_compile,
                         options.compile_timeout_s};
@@ -107,13 +115,34 @@ class DiscLaunchOp : public AsyncOpKernel {
         Continue(ctx, std::move(done), o);
       });
     };
+    const uint64_t epoch = ExecutableCacheEpoch();
     CacheOutcome outcome;
     if (LookupExecutable(params, make_request, &outcome, std::move(cont))) {
+      if (outcome.exe) Remember(key, epoch, outcome.exe);
       Continue(ctx, std::move(done), outcome);
     }
   }
 
  private:
+  // Per-kernel memo of the last key's executable: a steady-state call skips
+  // the process-wide locked lookup.  Stale once the cache was cleared.
+  std::shared_ptr<const Executable> Remembered(const std::string& key) {
+    std::lock_guard<std::mutex> lock(memo_mu_);
+    if (memo_exe_ == nullptr || memo_key_ != key ||
+        memo_epoch_ != ExecutableCacheEpoch()) {
+      return nullptr;
+    }
+    return memo_exe_;
+  }
+
+  void Remember(const std::string& key, uint64_t epoch,
+                std::shared_ptr<const Executable> exe) {
+    std::lock_guard<std::mutex> lock(memo_mu_);
+    memo_key_ = key;
+    memo_epoch_ = epoch;
+    memo_exe_ = std::move(exe);
+  }
+
   // Runs the executable embedded for `key` (or, when it was refused, the
   // original function).  False when nothing is embedded for `key`: the
   // caller then compiles as usual and *done is untouched.
@@ -256,6 +285,11 @@ class DiscLaunchOp : public AsyncOpKernel {
   std::unique_ptr<FunctionFallback> fallback_;
   std::unique_ptr<EmbeddedExecutables> embedded_;  // null: none embedded
   FunctionStats* stats_ = nullptr;
+  std::unique_ptr<FunctionClaim> claim_;  // keeps this function's executables
+  std::mutex memo_mu_;
+  std::string memo_key_;
+  uint64_t memo_epoch_ = 0;
+  std::shared_ptr<const Executable> memo_exe_;
 };
 
 REGISTER_KERNEL_BUILDER(Name("DiscLaunch").Device(tensorflow::DEVICE_CPU),

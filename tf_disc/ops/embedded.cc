@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "tensorflow/core/platform/logging.h"
+#include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/sha256.h"
 
 namespace tf_disc {
@@ -54,17 +55,21 @@ const std::set<std::string>* CpuFlags() {
 }
 
 // Process-wide: one dlopen per distinct library, shared by every node and
-// function runtime that embeds it.
+// function runtime that embeds it while any of them lives (the map holds
+// weak references; the kernels' slots own the library).
 std::shared_ptr<const Executable> LoadShared(const EmbeddedEntry& e,
                                              std::string* error) {
   static std::mutex* mu = new std::mutex;
   static auto* loaded =
-      new std::unordered_map<std::string, std::shared_ptr<const Executable>>;
+      new std::unordered_map<std::string, std::weak_ptr<const Executable>>;
   std::lock_guard<std::mutex> lock(*mu);
   auto it = loaded->find(e.sha256);
-  if (it != loaded->end()) return it->second;
-  std::shared_ptr<const Executable> exe =
-      LoadExecutableFromBytes(e.bytes, e.sha256.substr(0, 32), error);
+  if (it != loaded->end()) {
+    if (std::shared_ptr<const Executable> exe = it->second.lock()) return exe;
+    loaded->erase(it);
+  }
+  std::shared_ptr<const Executable> exe = OwnLoadedExecutable(
+      LoadExecutableFromBytes(e.bytes, e.sha256.substr(0, 32), error));
   if (exe) loaded->emplace(e.sha256, exe);
   return exe;
 }

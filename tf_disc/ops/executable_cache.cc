@@ -1,5 +1,8 @@
 #include "tf_disc/ops/executable_cache.h"
 
+#include <dlfcn.h>
+
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -26,6 +29,7 @@ struct Waiter {
 };
 
 struct Entry {
+  std::string function;
   State state = State::kCompiling;
   uint64_t generation = 0;  // identifies one compile attempt
   std::shared_ptr<const Executable> exe;
@@ -38,6 +42,9 @@ class Cache {
   bool Lookup(const LookupParams& p, const RequestFactory& make_request,
               CacheOutcome* outcome, CacheContinuation cont);
   void Clear();
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+  void Claim(const std::string& function);
+  void Unclaim(const std::string& function);
 
  private:
   static std::string MapKey(const std::string& fn, const std::string& key) {
@@ -55,7 +62,9 @@ class Cache {
 
   std::mutex mu_;
   std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string, int64_t> claims_;  // live kernels per function
   uint64_t next_generation_ = 1;
+  std::atomic<uint64_t> epoch_{0};
 
   // Deadlines of in-flight compiles, watched by a lazily started thread.
   struct Deadline {
@@ -70,7 +79,7 @@ class Cache {
 };
 
 Cache& GetCache() {
-  static Cache* cache = new Cache;  // leaked: executables are never unloaded
+  static Cache* cache = new Cache;  // leaked: compile/timeout threads use it
   return *cache;
 }
 
@@ -112,7 +121,9 @@ bool Cache::Lookup(const LookupParams& p, const RequestFactory& make_request,
       }
     }
     generation = next_generation_++;
-    entries_[map_key].generation = generation;
+    Entry& e = entries_[map_key];
+    e.function = *p.function;
+    e.generation = generation;
   }
   // This caller owns the compile of a new key.
   outcome->triggered_compile = true;
@@ -175,7 +186,8 @@ void Cache::Compile(std::string map_key, uint64_t generation,
     return;
   }
   std::string load_error;
-  std::shared_ptr<const Executable> exe = LoadExecutable(reply.path, &load_error);
+  std::shared_ptr<const Executable> exe =
+      OwnLoadedExecutable(LoadExecutable(reply.path, &load_error));
   if (!StillCompiling(map_key, generation)) return;  // late: discard
   stats->RecordCompile(reply.compiled, reply.seconds);
   VLOG(1) << "DiscLaunch: " << function << (reply.compiled ? " compiled" : " disk-cache hit")
@@ -199,10 +211,14 @@ void Cache::Finish(const std::string& map_key, uint64_t generation,
       return;
     }
     Entry& e = it->second;
-    e.state = exe ? State::kReady : State::kFailed;
-    e.exe = exe;
-    e.error = error;
     waiters.swap(e.waiters);
+    if (claims_.count(e.function) == 0) {
+      entries_.erase(it);  // every kernel of the function died meanwhile
+    } else {
+      e.state = exe ? State::kReady : State::kFailed;
+      e.exe = exe;
+      e.error = error;
+    }
   }
   Resolve(std::move(waiters), exe, error);
 }
@@ -241,12 +257,42 @@ void Cache::TimeoutLoop() {
 }
 
 void Cache::Clear() {
+  std::vector<Entry> dropped;  // dlclose outside the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    epoch_.fetch_add(1, std::memory_order_acq_rel);
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (it->second.state == State::kCompiling) {
+        ++it;
+      } else {
+        dropped.push_back(std::move(it->second));
+        it = entries_.erase(it);
+      }
+    }
+  }
+}
+
+void Cache::Claim(const std::string& function) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    if (it->second.state == State::kCompiling) {
-      ++it;
-    } else {
-      it = entries_.erase(it);
+  ++claims_[function];
+}
+
+void Cache::Unclaim(const std::string& function) {
+  std::vector<Entry> dropped;  // dlclose outside the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto c = claims_.find(function);
+    if (c == claims_.end() || --c->second > 0) return;
+    claims_.erase(c);
+    // In-flight compiles stay for single-flight; Finish discards them.
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (it->second.function == function &&
+          it->second.state != State::kCompiling) {
+        dropped.push_back(std::move(it->second));
+        it = entries_.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
 }
@@ -260,5 +306,28 @@ bool LookupExecutable(const LookupParams& params,
 }
 
 void ClearExecutableCache() { GetCache().Clear(); }
+
+uint64_t ExecutableCacheEpoch() { return GetCache().epoch(); }
+
+std::shared_ptr<const Executable> OwnLoadedExecutable(
+    std::shared_ptr<const Executable> loaded) {
+  if (!loaded) return loaded;
+  RecordExecutableLoaded(1);
+  const Executable* raw = loaded.get();
+  return std::shared_ptr<const Executable>(
+      raw, [loaded = std::move(loaded)](const Executable* exe) mutable {
+        void* handle = exe->handle;
+        loaded.reset();
+        if (handle != nullptr) dlclose(handle);
+        RecordExecutableLoaded(-1);
+      });
+}
+
+FunctionClaim::FunctionClaim(std::string function)
+    : function_(std::move(function)) {
+  GetCache().Claim(function_);
+}
+
+FunctionClaim::~FunctionClaim() { GetCache().Unclaim(function_); }
 
 }  // namespace tf_disc

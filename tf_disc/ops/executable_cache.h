@@ -2,6 +2,12 @@
 // cache key), with single-flight compilation: the first caller of a key
 // queues one compile on the compile thread; later callers either wait (their
 // continuation is parked, no thread blocks) or, with async_compile, fall back.
+//
+// Executables live as long as their graphs (issue #6): each DiscLaunch kernel
+// holds a FunctionClaim on its cluster function, and when the last kernel of
+// a function dies its entries are dropped; a compile finishing after that is
+// discarded.  A running call holds its own reference, so the library is
+// dlclose'd only after the last call using it returned.
 #ifndef TF_DISC_OPS_EXECUTABLE_CACHE_H_
 #define TF_DISC_OPS_EXECUTABLE_CACHE_H_
 
@@ -47,6 +53,29 @@ bool LookupExecutable(const LookupParams& params,
 
 // Drops ready and failed entries (in-flight compiles keep their waiters).
 void ClearExecutableCache();
+
+// Bumped by ClearExecutableCache: kernels' per-key memos compare it to know
+// their remembered executables are still the cache's.
+uint64_t ExecutableCacheEpoch();
+
+// Takes ownership of a freshly loaded executable: the returned pointer
+// dlcloses the library when its last copy goes, and the loaded_executables
+// stat counts it meanwhile.  Null stays null.
+std::shared_ptr<const Executable> OwnLoadedExecutable(
+    std::shared_ptr<const Executable> loaded);
+
+// Keeps the cache entries of `function` alive while the claim lives (held
+// by each DiscLaunch kernel; TF destroys kernels with their graph).
+class FunctionClaim {
+ public:
+  explicit FunctionClaim(std::string function);
+  ~FunctionClaim();
+  FunctionClaim(const FunctionClaim&) = delete;
+  FunctionClaim& operator=(const FunctionClaim&) = delete;
+
+ private:
+  std::string function_;
+};
 
 }  // namespace tf_disc
 

@@ -15,6 +15,7 @@ struct Registry {
   std::atomic<int64_t> graphs_rewritten{0};
   std::atomic<int64_t> clusters_created{0};
   std::atomic<int64_t> nodes_clustered{0};
+  std::atomic<int64_t> loaded_executables{0};
 };
 
 Registry& GetRegistry() {
@@ -120,6 +121,10 @@ void RecordGraphRewritten(int64_t clusters, int64_t nodes_clustered) {
   r.nodes_clustered += nodes_clustered;
 }
 
+void RecordExecutableLoaded(int64_t delta) {
+  GetRegistry().loaded_executables += delta;
+}
+
 std::string StatsToJson() {
   Registry& r = GetRegistry();
   std::string out = "{\"clusters\": {";
@@ -146,7 +151,10 @@ std::string StatsToJson() {
   out += ", ";
   AppendField("nodes_clustered", std::to_string(r.nodes_clustered.load()),
               &out);
-  out += "}}";
+  out += "}, ";
+  AppendField("loaded_executables",
+              std::to_string(r.loaded_executables.load()), &out);
+  out += "}";
   return out;
 }
 

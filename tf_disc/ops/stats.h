@@ -45,6 +45,9 @@ FunctionStats* GetFunctionStats(const std::string& function);
 void RecordGraphSeen();
 void RecordGraphRewritten(int64_t clusters, int64_t nodes_clustered);
 
+// Gauge of dlopen'ed executables still referenced (not zeroed by a reset).
+void RecordExecutableLoaded(int64_t delta);
+
 std::string StatsToJson();
 void ResetStats();
 

@@ -104,9 +104,10 @@ def session_config(config_proto: Any = None, min_cluster_size: Optional[int] = N
 
 def stats() -> dict:
     """Per-cluster counters: runs, compiles, disk_cache_hits, cache_hits,
-    fallbacks and their reasons, compile_seconds; plus optimizer counters."""
+    fallbacks and their reasons, compile_seconds; plus optimizer counters and
+    loaded_executables (libraries held by live graphs' kernels)."""
     if _session.library is None:
-        return {"clusters": {}, "optimizer": {}}
+        return {"clusters": {}, "optimizer": {}, "loaded_executables": 0}
     return _session.library.stats()
 
 
