@@ -23,6 +23,10 @@ inline constexpr char kReasonDevice[] = "device";
 inline constexpr char kReasonFrame[] = "control-flow frame";
 inline constexpr char kReasonMinSize[] = "cluster below min size";
 inline constexpr char kReasonFed[] = "fed";
+// An Identity/IdentityN fed only by DiscLaunch outputs: the node a previous
+// pass kept under a rewritten node's name (clustering it again would add a
+// launch per pass).
+inline constexpr char kReasonLaunchOutput[] = "kept launch output";
 inline constexpr char kReasonShape[] = "undecidable shape";
 
 // Per node: the table entry when the node may be clustered, else nullptr.
