@@ -88,17 +88,22 @@ using FloatPacket = Eigen::internal::packet_traits<float>::type;
 constexpr int kPacket = Eigen::internal::unpacket_traits<FloatPacket>::size;
 constexpr int kTileRows = 6, kTilePackets = 64 / kPacket, kTileCols = kTilePackets * kPacket;
 constexpr int64_t kSkinnyMaxRows = 128;
+constexpr int64_t kChunk = 128;  // rows of B per pass: kChunk x kTileCols floats = 32 KiB
 
+// C[r0:r0+R, c0:c0+kTileCols] (+)= A[r0:r0+R, k0:k1] B[k0:k1, c0:...]; the
+// first k chunk starts from zero, later ones from C.
 template <int R>
 void SkinnyTile(const GemmArgs& g, const float* a, const float* b, float* c, int64_t r0,
-                int64_t c0) {
+                int64_t c0, int64_t k0, int64_t k1) {
   namespace ei = Eigen::internal;
   const int64_t row_step = g.trans_a ? 1 : g.lda, k_step = g.trans_a ? g.lda : 1;
   FloatPacket acc[R][kTilePackets];
   for (int r = 0; r < R; ++r)
-    for (int j = 0; j < kTilePackets; ++j) acc[r][j] = ei::pset1<FloatPacket>(0.f);
+    for (int j = 0; j < kTilePackets; ++j)
+      acc[r][j] = k0 == 0 ? ei::pset1<FloatPacket>(0.f)
+                          : ei::ploadu<FloatPacket>(c + (r0 + r) * g.ldc + c0 + j * kPacket);
   const float* arow = a + r0 * row_step;
-  for (int64_t kk = 0; kk < g.k; ++kk) {
+  for (int64_t kk = k0; kk < k1; ++kk) {
     const float* brow = b + kk * g.ldb + c0;
     FloatPacket bv[kTilePackets];
     for (int j = 0; j < kTilePackets; ++j) bv[j] = ei::ploadu<FloatPacket>(brow + j * kPacket);
@@ -117,15 +122,18 @@ void SkinnyColumns(const GemmArgs& g, int64_t bi, int64_t c0) {
   const float* a = static_cast<const float*>(g.a) + bi * g.stride_a;
   const float* b = static_cast<const float*>(g.b) + bi * g.stride_b;
   float* c = static_cast<float*>(g.c) + bi * g.stride_c;
-  int64_t r = 0;
-  for (; r + kTileRows <= g.m; r += kTileRows) SkinnyTile<kTileRows>(g, a, b, c, r, c0);
-  switch (g.m - r) {
-    case 5: return SkinnyTile<5>(g, a, b, c, r, c0);
-    case 4: return SkinnyTile<4>(g, a, b, c, r, c0);
-    case 3: return SkinnyTile<3>(g, a, b, c, r, c0);
-    case 2: return SkinnyTile<2>(g, a, b, c, r, c0);
-    case 1: return SkinnyTile<1>(g, a, b, c, r, c0);
-    default: return;
+  for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {  // B's chunk stays in L1 across rows
+    const int64_t k1 = std::min(g.k, k0 + kChunk);
+    int64_t r = 0;
+    for (; r + kTileRows <= g.m; r += kTileRows) SkinnyTile<kTileRows>(g, a, b, c, r, c0, k0, k1);
+    switch (g.m - r) {
+      case 5: SkinnyTile<5>(g, a, b, c, r, c0, k0, k1); break;
+      case 4: SkinnyTile<4>(g, a, b, c, r, c0, k0, k1); break;
+      case 3: SkinnyTile<3>(g, a, b, c, r, c0, k0, k1); break;
+      case 2: SkinnyTile<2>(g, a, b, c, r, c0, k0, k1); break;
+      case 1: SkinnyTile<1>(g, a, b, c, r, c0, k0, k1); break;
+      default: break;
+    }
   }
 }
 
