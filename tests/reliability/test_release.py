@@ -155,3 +155,30 @@ def test_async_compile_finishing_after_its_graph_died(disc, tmp_path):
         pytest.fail(f"compile never finished: {disc.stats()}")
     time.sleep(0.5)  # Finish runs right after the compile is recorded
     assert _loaded(disc) == base
+
+
+def test_embedded_executables_released_with_their_model(disc, tmp_path):
+    """A converted SavedModel's embedded libraries are loaded by its kernels
+    and unloaded when the loaded model is deleted."""
+    module = tf.Module()
+    spec = tf.TensorSpec([None, None], tf.float32)
+    module.f = tf.function(lambda x, y: {"out": _chain(x, y, 2.5)}, input_signature=[spec, spec])
+    src, dst = str(tmp_path / "model"), str(tmp_path / "model_disc")
+    tf.saved_model.save(module, src, signatures={"serving_default": module.f})
+    del module
+    summary = disc.convert_saved_model(src, dst, cache_dir=str(tmp_path / "cache"))
+    assert summary.compiled >= 1
+    _collect()
+    base = _loaded(disc)
+    disc.reset_stats()
+    loaded = tf.saved_model.load(dst)
+    fn = loaded.signatures["serving_default"]
+    x, y = random_f32((4, 3), 7), random_f32((4, 3), 8)
+    np.testing.assert_allclose(fn(x=tf.constant(x), y=tf.constant(y))["out"].numpy(),
+                               _reference(x, y, 2.5), rtol=2e-5, atol=1e-5)
+    assert _loaded(disc) == base + 1
+    clusters = disc.stats()["clusters"].values()
+    assert sum(c["compiles"] + c["disk_cache_hits"] for c in clusters) == 0
+    del fn, loaded
+    _collect()
+    assert _loaded(disc) == base
