@@ -25,23 +25,24 @@ std::shared_ptr<const Executable> LoadExecutable(const std::string& path,
     *error = std::string("dlopen failed: ") + (msg ? msg : "unknown error");
     return nullptr;
   }
+  // A refused library is closed again: nothing of it is referenced (only
+  // disc_abi_version ran, and returned), so unloading it cannot leave
+  // dangling code pointers behind.
+  auto refuse = [&](std::string why) {
+    *error = std::move(why);
+    dlclose(handle);
+    return nullptr;
+  };
   auto version = reinterpret_cast<DiscAbiVersionFn>(
       dlsym(handle, "disc_abi_version"));
-  if (version == nullptr) {
-    *error = "library lacks disc_abi_version: " + path;
-    return nullptr;  // handle leaks on purpose: dlclose of foreign code is unsafe
-  }
+  if (version == nullptr) return refuse("library lacks disc_abi_version: " + path);
   int32_t v = version();
   if (v != DISC_ABI_VERSION) {
-    *error = "ABI version mismatch: library has " + std::to_string(v) +
-             ", runtime expects " + std::to_string(DISC_ABI_VERSION);
-    return nullptr;
+    return refuse("ABI version mismatch: library has " + std::to_string(v) +
+                  ", runtime expects " + std::to_string(DISC_ABI_VERSION));
   }
   auto entry = reinterpret_cast<DiscEntryFn>(dlsym(handle, "disc_entry"));
-  if (entry == nullptr) {
-    *error = "library lacks disc_entry: " + path;
-    return nullptr;
-  }
+  if (entry == nullptr) return refuse("library lacks disc_entry: " + path);
   auto exe = std::make_shared<Executable>();
   exe->path = path;
   exe->handle = handle;

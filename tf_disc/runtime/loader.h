@@ -9,9 +9,10 @@
 
 namespace tf_disc {
 
-// A loaded executable.  The library is never dlclose'd: a kernel may still
-// be running its code after the cache dropped it, and generated libraries are
-// small.
+// A loaded executable.  LoadExecutable itself never dlcloses a library it
+// returns; the ops layer (OwnLoadedExecutable in tf_disc/ops/executable_cache.h)
+// wraps it so the library is dlclose'd when the last reference goes, and a
+// running call holds a reference, so code is never unloaded mid-call.
 struct Executable {
   std::string path;
   void* handle = nullptr;
