@@ -284,7 +284,9 @@ def test_row_reduce_lanes_every_tail(compiler, dtype):
     # them per step): each mix of wide loop, one-register loop and scalar
     # tail, with NaN/inf/huge entries in every position class
     exe, out_dt = compiler.executable(row_reductions, [tf.TensorSpec([None, None], dtype)])
-    for n in [1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 80, 127, 130, 200]:
+    # (1023..3089: float sums cross codegen/stitch.py's SUM_BLOCK)
+    for n in [1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 80, 127, 130, 200,
+              1023, 1024, 1025, 1040, 2048 + 17, 3089]:
         x = (rng.standard_normal((6, n)) * 3).astype(dtype.as_numpy_dtype)
         x[1, rng.integers(n)] = np.nan
         x[2, n - 1] = np.inf
@@ -295,3 +297,23 @@ def test_row_reduce_lanes_every_tail(compiler, dtype):
         for k, (g, w) in enumerate(zip(got, want)):
             np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=f"n={n} out {k}")
             np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6, err_msg=f"n={n} out {k}")
+
+
+def row_sums(x):
+    return tf.reduce_sum(x, -1), tf.reduce_mean(x * x, -1)
+
+
+def test_long_float_row_sums_stay_accurate(compiler):
+    # float lanes are folded into double every SUM_BLOCK elements: rows far
+    # longer than a block (a large offset; a huge first element that
+    # absorbs what a float-only lane would add to it) stay within a few
+    # float ulps of the exact float64 sum (float-only lanes: 1.5e-5 off)
+    exe, out_dt = compiler.executable(row_sums, [tf.TensorSpec([None, None], F)])
+    for n in [5000, 100003]:
+        x = (1000.0 + rng.standard_normal((3, n))).astype(np.float32)
+        x[1] = 1.0 + 0.1 * rng.standard_normal(n)
+        x[1, 0] = 1e8      # float lanes drop every later 1.0 added to it
+        got = exe([x], out_dt)
+        x64 = x.astype(np.float64)
+        for g, w in zip(got, [x64.sum(-1), (x64 * x64).mean(-1)]):
+            np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=f"n={n}")
