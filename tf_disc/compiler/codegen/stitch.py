@@ -39,8 +39,21 @@ class StitchInfo:
     row_shape: list[str]
     buffers: list[Value] = dataclasses.field(default_factory=list)
     loads: list[RowLoad] = dataclasses.field(default_factory=list)
-    cost: int = 1
+    cost: int = 1     # ops.cost units per row element (see row_cost)
     source: str = ""
+
+
+# ops.cost units per measured cycle of a stitch kernel: the row loops run
+# from L1 and vectorize fully, so a softmax row (7 units per element) takes
+# 0.8 cycles per element and a LayerNorm row (4 units) 0.4 (single thread,
+# [4,512,768]).  Unscaled, parallel_for split 16 us of rows over two
+# threads, and a waking worker on a busy machine cost more than the rows.
+UNITS_PER_CYCLE = 8
+
+
+def row_cost(info: StitchInfo, row_len: str) -> str:
+    """C++ expression: estimated cycles of one row (parallel_for's unit)."""
+    return f"({row_len} * {info.cost} + {UNITS_PER_CYCLE - 1}) / {UNITS_PER_CYCLE} + 1"
 
 
 class _Emitter:
@@ -338,7 +351,7 @@ def emit_stitch_launch(op: Op, info: StitchInfo, dn, ptr: dict[Value, str]) -> l
     rows = " * ".join(dims[:-1]) or "int64_t(1)"
     out += [f"    const int64_t rows = {rows};",
             "    if (rows > 0) {",
-            *emit_launch("rows", f"{dims[-1]} * {info.cost} + 1", info.name, f"&{c}"),
+            *emit_launch("rows", row_cost(info, dims[-1]), info.name, f"&{c}"),
             "    }",
             f"    if ({c}.err == {OOM_ERROR}) return disc_fail(rt, DISC_ERROR_RESOURCE_EXHAUSTED, "
             "\"out of memory for a row of {0} elements\", std::to_string("
