@@ -317,3 +317,25 @@ def test_long_float_row_sums_stay_accurate(compiler):
         x64 = x.astype(np.float64)
         for g, w in zip(got, [x64.sum(-1), (x64 * x64).mean(-1)]):
             np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=f"n={n}")
+
+
+def _shift_exp_ir(shift_of: str) -> str:
+    return f"""func @f(%arg0: f32[s0,s1], %arg1: f32[s0,s1]) {{
+  %v0 = reduce(%{shift_of}) {{"dimensions": [1],"kind": "max_ignore_nan"}} : f32[s0,1]
+  %v1 = broadcast_in_dim(%v0) {{"broadcast_dimensions": [0,1]}} : f32[s0,s1]
+  %v2 = subtract(%arg0, %v1) : f32[s0,s1]
+  %v3 = exponential(%v2) {{"fast": true}} : f32[s0,s1]
+  %v4 = reduce(%v3) {{"dimensions": [1],"kind": "sum"}} : f32[s0,1]
+  return(%v4)
+}}
+"""
+
+
+@pytest.mark.parametrize("shift_of,nonpos", [("arg0", True), ("arg1", False)])
+def test_exp_of_x_minus_its_row_max_drops_the_upper_clamp(shift_of, nonpos):
+    # x - max(x) <= 0: disc_exp_fast_nonpos; x - max(y) may be positive
+    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    (st,) = _stitches(verify(stitch(parse_func(_shift_exp_ir(shift_of)))))
+    src = build_stitch(st, {}, 0).source
+    assert ("disc_exp_fast_nonpos(" in src) == nonpos
+    assert ("disc_exp_fast(" in src) != nonpos

@@ -135,6 +135,7 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
                     o.name == "reduce" or em.phase[o.result] > em.phase[x] and x not in loads):
                 scratch.append(x)
     t_of = {r: r.dtype.ctype for o in region.ops for r in o.results}
+    producer = {r: o for o in region.ops for r in o.results}
     cost = 0
     body: list[str] = []
     per_row_done: set[Value] = set()
@@ -155,7 +156,10 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
             return []
         em.expr[r] = r.name
         args = [operand(x, ph) for x in o.operands]
-        return [f"const {t_of[r]} {r.name} = {optable.emit(o, args, t_of[r])};"]
+        e = optable.emit(o, args, t_of[r])
+        if e.startswith("disc_exp_fast(") and _minus_row_max(o.operands[0], producer):
+            e = e.replace("disc_exp_fast(", "disc_exp_fast_nonpos(", 1)
+        return [f"const {t_of[r]} {r.name} = {e};"]
 
     def per_row_ops(ph: int) -> list[str]:
         lines = []
@@ -196,6 +200,22 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
     info.cost = cost + 1 + len(region.outputs)
     info.source = _render(info, scratch, body)
     return info
+
+
+def _minus_row_max(v: Value, producer: dict[Value, Op]) -> bool:
+    """v = a - broadcast(max of a over the row) (softmax's shift): <= 0 or
+    NaN, as max/max_ignore_nan reduce every element of the row of a."""
+    sub = producer.get(v)
+    if sub is None or sub.name != "subtract":
+        return False
+    a, b = sub.operands
+    bc = producer.get(b)
+    if bc is None or bc.name != "broadcast_in_dim":
+        return False
+    red = producer.get(bc.operands[0])
+    return red is not None and red.name == "reduce" and red.operands[0] is a \
+        and red.attrs["kind"] in ("max", "max_ignore_nan") \
+        and list(bc.attrs["broadcast_dimensions"]) == list(range(red.result.type.rank))
 
 
 def _row_invariant(em: _Emitter, ops: list[Op], outputs: dict) -> set[Value]:
