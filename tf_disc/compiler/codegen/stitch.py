@@ -293,7 +293,7 @@ def _blocked_float_sum(a: str, src: str, name: str, rt: str) -> list[str]:
     of SUM_BLOCK elements, each block folded into 8 double lanes: one vaddps
     per 16 elements instead of two vcvtps2pd + two vaddpd (12% of the
     softmax kernel), while a lane still rounds at most 16 additions in
-    float (TF's Eigen sum keeps whole rows in float lanes)."""
+    float (TF's own f32 sums accumulate in float)."""
     vt, dt = f"{a}_v", f"{a}_d"
 
     def step(k: int) -> str:
