@@ -3,7 +3,8 @@
 Rows run in parallel; each row runs a short sequence of phases.  Phase p
 is one vectorized loop over the row computing the row values that depend on
 p reductions; the row reductions of phase p then run over their (cached)
-inputs with 8 independent accumulators, and the per-row values they feed are
+inputs in vector registers of independent lanes (f32 sums: float lanes
+folded into double per block), and the per-row values they feed are
 computed before phase p + 1.  Row values read in a later phase are kept in
 a per-chunk scratch row (malloc'ed once per parallel chunk), so each input
 row is read from memory once and stays in cache for all of its phases.
