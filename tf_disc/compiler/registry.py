@@ -34,12 +34,13 @@ def lookup(op: str) -> OpRule:
 
 
 def support_table() -> dict:
-    """{"ops": {name: {"type_attrs", "attr_values", "const_inputs"}}}."""
+    """{"ops": {name: {"type_attrs", "attr_values", "const_inputs", "value_inputs"}}}."""
     ops = {}
     for name, rule in sorted(REGISTRY.items()):
         ops[name] = {
             "type_attrs": {a: [d.tf_enum for d in ts] for a, ts in rule.type_attrs.items()},
             "attr_values": {a: list(vs) for a, vs in rule.attr_values.items()},
             "const_inputs": list(rule.const_inputs),
+            "value_inputs": list(rule.value_inputs),
         }
     return {"ops": ops}

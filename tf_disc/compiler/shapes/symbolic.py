@@ -77,7 +77,27 @@ def bcast_parts(d: Dim) -> list[Dim]:
 # "rangelen(i,j,k,t)": element count of TF's Range over the scalar function
 # inputs i, j, k (start, limit, delta) of TF dtype enum t, read by the host.
 # "ifzero(c,a,b)": a when c == 0, else b.
-EXPR_FNS = ("mul", "add", "sub", "floordiv", "max", "min", "rangelen", "ifzero")
+# "val(i,k,t)": element k of the small int function input i (TF dtype enum
+# t), read by the host at entry: a data value (x[:, :n], a reshape target)
+# used as a dim without being a cache-key constant.  It may be negative, so
+# the lowerings that use one check it as TF does.
+# "segcount(i,t)": the last element + 1 of the int vector input i (0 when
+# empty): SparseSegment*'s output rows, read by the host.
+EXPR_FNS = ("mul", "add", "sub", "floordiv", "max", "min", "rangelen", "ifzero", "val",
+            "segcount")
+
+
+def dim_val(arg: int, k: int, tf_enum: int) -> Dim:
+    """Element k of function input arg, read at run time."""
+    return f"val({arg},{k},{tf_enum})"
+
+
+def has_value_dims(d: Dim) -> bool:
+    """Whether d depends on run-time data (val/segcount anywhere in it)."""
+    p = parse_dim(d)
+    if p[0] == "expr" and p[1] in ("val", "segcount"):
+        return True
+    return p[0] in ("expr", "bcast") and any(has_value_dims(x) for x in p[-1])
 
 
 def _mk(fn: str, parts: list) -> Dim:
