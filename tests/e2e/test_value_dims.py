@@ -136,3 +136,13 @@ def test_shape_vector_of_unknown_length_stays_a_key_value(disc):
     stats = disc.stats()
     assert total(stats, "fallbacks") == 0, stats
     assert total(stats, "compiles") == 3, stats
+
+
+def test_one_hot_depth_from_argument_arithmetic(disc):
+    @tf.function(input_signature=[tf.TensorSpec([None], I32), tf.TensorSpec([], I32)])
+    def f(i, n):
+        return tf.one_hot(i, n + 1) * 2.0 + 1.0
+
+    _run(disc, f, [(np.array([0, 2, 1, 5], np.int32), np.int32(n)) for n in (0, 1, 3, 5, 8, 2)])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="depth"):
+        f(np.array([0], np.int32), np.int32(-3)).numpy()

@@ -494,6 +494,7 @@ def lower_one_hot(b, node, xs):
     (dep,) = host_dims(b, depth) or [None]
     if dep is None:
         raise Unsupported(f"node '{node.name}' (OneHot): depth is not computable")
+    _assert_nonneg(b, [dep], node, "depth must be non-negative, got {1}")
     r = ind.type.rank
     a = node.attrs.get("axis", -1)
     a = r if a == -1 else a
