@@ -12,11 +12,10 @@ from ..ir.core import Func, Op, Value
 from ..ir.opset import spec
 from ..shapes.symbolic import is_static, parse_dim
 from .cstr import c_string
-from .dispatch import emit_launch
 from .conv import emit_window
 from .gemm import emit_dot
 from .index_ops import GATHER_ERROR
-from .kernel import KernelInfo
+from .kernel import KernelInfo, launch
 from .reduce import emit_cumsum, emit_reduce
 from .segment import emit_segment_reduce
 from .stitch import StitchInfo, emit_stitch_launch
@@ -302,7 +301,7 @@ def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str]) -> list[
     out += [f"    {c}.fast = {' && '.join(fast)};",
             f"    const int64_t n = {n};",
             f"    if (n > 0) {{",
-            *emit_launch("n", str(k.cost), k.name, f"&{c}"),
+            *launch(k, c, "n"),
             "    }"]
     for code, msg in ERROR_MESSAGES.items():
         out.append(f"    if ({c}.err == {code}) return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "

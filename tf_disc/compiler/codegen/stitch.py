@@ -44,12 +44,12 @@ class StitchInfo:
     source: str = ""
 
 
-# ops.cost units per measured cycle of a stitch kernel: the row loops run
-# from L1 and vectorize fully, so a softmax row (7 units per element) takes
-# 0.8 cycles per element and a LayerNorm row (4 units) 0.4 (single thread,
-# [4,512,768]).  Unscaled, parallel_for split 16 us of rows over two
-# threads, and a waking worker on a busy machine cost more than the rows.
-UNITS_PER_CYCLE = 8
+# ops.cost units per measured cycle (shared with loop kernels): the row
+# loops run from L1 and vectorize fully, so a softmax row (8 units per
+# element) takes 0.8 cycles per element and a LayerNorm row (4 units) 0.4
+# (single thread, [4,512,768]).  Unscaled, parallel_for split 16 us of rows
+# over two threads, and a waking worker on a busy machine cost more than the rows.
+UNITS_PER_CYCLE = optable.UNITS_PER_CYCLE
 
 
 def row_cost(info: StitchInfo, row_len: str) -> str:
