@@ -147,6 +147,27 @@ def test_batched_attention_shapes_within_bound(fm):
     assert total(fm.stats(), "compiles") == 1
 
 
+def test_batched_wide_and_broadcast_within_bound(fm):
+    """Batch entries split into several tasks (operands packed once per
+    call), with B per entry and B broadcast over the batch."""
+    fm.set_options(fast_math="bf16")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.float32),
+                                  tf.TensorSpec([None, None, None], tf.float32)])
+    def f(a, b):
+        return tf.matmul(a, b)
+
+    rng = np.random.default_rng(5)
+    for batch, bb, m, k, n in [(2, 2, 20, 64, 300), (3, 1, 50, 33, 260), (2, 2, 97, 15, 17)]:
+        a = rng.standard_normal((batch, m, k)).astype(np.float32)
+        b = rng.standard_normal((bb, k, n)).astype(np.float32)
+        got = f(a, b).numpy().astype(np.float64)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        err = np.abs(got - a64 @ b64)
+        assert np.all(err <= _bound(a64, b64, k)), (batch, bb, m, k, n)
+    assert total(fm.stats(), "fallbacks") == 0
+
+
 def test_option_is_part_of_every_cache_key(fm):
     """One tf.function, the option flipped between calls: each setting runs
     its own executable, from memory and from the disk cache."""
