@@ -200,3 +200,25 @@ def test_option_is_part_of_every_cache_key(fm):
     np.testing.assert_array_equal(run(""), off1)
     stats = fm.stats()
     assert total(stats, "disk_cache_hits") == 2 and total(stats, "fallbacks") == 0, stats
+
+
+def test_benchmark_quick_runs_all_modes(tmp_path):
+    """benchmarks/bf16_fast_math.py --quick: every table printed, ours never
+    fell back to TF and its bf16 mode ran bf16 keys (no speed asserted)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    env = dict(os.environ, DISC_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "bf16_fast_math.py"),
+                           "--quick"], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "FALLBACKS" not in out, out
+    keys = re.search(r"model: (\d+) cluster keys with fast_math=bf16", out)
+    assert keys and int(keys.group(1)) >= 1, out
+    table = out[out.index("GEMM medians"):].splitlines()[2:7]
+    assert len(table) == 5 and all(line.split()[-1] == "1" for line in table), out
+    assert "bf16 vs stock TF fp32:" in out, out
