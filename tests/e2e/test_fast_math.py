@@ -50,7 +50,8 @@ def _matmul_fn(transpose_a=False, transpose_b=False):
 
 SHAPES = [(1, 1, 1), (1, 7, 33), (1, 300, 64), (3, 17, 5), (16, 16, 16), (16, 31, 1),
           (17, 33, 31), (40, 257, 100), (64, 129, 48), (96, 768, 70), (200, 3, 513),
-          (128, 1000, 17), (33, 64, 2049)]  # (m, k, n): m = 1, odd k, n % 16 != 0
+          (128, 1000, 17), (33, 64, 2049), (20, 1537, 40)]
+# (m, k, n): m = 1, odd k (also across the kernel's 768-long k chunks), n % 16 != 0
 
 
 def _operands(rng, m, k, n, ta, tb):
