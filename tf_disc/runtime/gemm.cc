@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "tf_disc/runtime/disc_abi.h"
+#include "tf_disc/runtime/gemm_bf16.h"
 
 namespace tf_disc {
 namespace {
@@ -228,6 +229,12 @@ bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
       (g.c == nullptr || (g.k > 0 && (g.a == nullptr || g.b == nullptr)))) {
     *error = "gemm: null buffer for a non-empty product";
     return false;
+  }
+  if (g.dtype & DISC_GEMM_FAST_BF16) {  // fast math: bf16 where it runs, else fp32
+    GemmArgs f = g;
+    f.dtype &= ~DISC_GEMM_FAST_BF16;
+    if (RunGemmBf16(f, num_threads, parallel_for)) return true;
+    return RunGemm(f, num_threads, eigen_pool, parallel_for, error);
   }
   switch (g.dtype) {
     case DISC_DTYPE_FLOAT:
