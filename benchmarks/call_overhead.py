@@ -89,9 +89,9 @@ def main() -> None:
                      "per_launch_minus_6_tf_ops_us": (med["disc"] - med["tf"]) * 1e6 / args.clusters,
                      "speedup": med["tf"] / med["disc"]})
     print_table(f"per-call median ({args.clusters} clusters of 6 ops, tf.roll between)", rows)
-    stats = disc.stats()["clusters"]
-    print("\nclusters:", {k: {c: v[c] for c in ("compiles", "disk_cache_hits", "cache_hits", "fallbacks")}
-                          for k, v in stats.items()})
+    stats = disc.stats()["clusters"].values()
+    print(f"\n{len(stats)} clusters, totals:",
+          {c: sum(v[c] for v in stats) for c in ("compiles", "disk_cache_hits", "cache_hits", "fallbacks")})
 
 
 if __name__ == "__main__":
