@@ -17,6 +17,7 @@ in a rotating order so that load drift hits them alike.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 import time
@@ -90,21 +91,87 @@ class TF1Session:
         return sum(n.op == "DiscLaunch" for g in metadata.partition_graphs for n in g.node), out
 
 
-def onnx_runtime(fn: tf.types.experimental.GenericFunction) -> Optional[Callable]:
+def _onnx_worker(conn, config: Config) -> None:
+    """Subprocess body: exports the model (same seeded weights) with tf2onnx,
+    then answers (ids, mask) with ONNX Runtime's output, "rss" with its own
+    VmHWM in MB, None by exiting."""
     try:
         import onnxruntime as ort
         import tf2onnx
     except ImportError as e:
-        print(f"ONNX Runtime mode skipped: {e} (pip install onnxruntime tf2onnx)")
-        return None
+        conn.send(("skip", f"{e} (pip install onnxruntime tf2onnx)"))
+        return
+    weights = make_weights(config)
+    fn = tf.function(lambda ids, mask: transformer(ids, mask, weights, config),
+                     input_signature=signature_ids())
     try:
         proto, _ = tf2onnx.convert.from_function(fn, input_signature=signature_ids(), opset=17)
     except Exception as e:  # tf2onnx lags TF releases: report, do not abort the run
-        print(f"ONNX Runtime mode skipped: tf2onnx could not export the model: {e!r:.300}")
-        return None
+        conn.send(("skip", f"tf2onnx could not export the model: {e!r:.300}"))
+        return
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in sess.get_inputs()]
-    return lambda *xs: sess.run(None, dict(zip(names, xs)))[0]
+    del proto, fn
+    conn.send(("ready", None))
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        if msg == "rss":
+            conn.send(modes.peak_rss_mb())
+            continue
+        conn.send(sess.run(None, dict(zip(names, msg)))[0])
+
+
+class OnnxRuntimeProcess:
+    """ONNX Runtime in its own process (spawned, not forked: TF is not
+    fork-safe): its ~12 GB of export and session memory would otherwise stay
+    in this process and in every later mode's RSS.  A call pipes the request
+    there and the output back (a few ms of copying, inside its latency)."""
+
+    def __init__(self, config: Config) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_onnx_worker, args=(child, config), daemon=True)
+        self.proc.start()
+        child.close()
+        try:
+            status, detail = self.conn.recv()
+        except EOFError:
+            self.proc.join(5)
+            status, detail = "skip", f"worker died (exit code {self.proc.exitcode})"
+        self.skipped = None if status == "ready" else detail
+
+    def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        self.conn.send((ids, mask))
+        return self.conn.recv()
+
+    def peak_rss_mb(self) -> float:
+        """The worker's VmHWM: export, session and every request so far."""
+        self.conn.send("rss")
+        return self.conn.recv()
+
+    def close(self) -> None:
+        if self.proc.is_alive():
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
+            self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+def onnx_runtime(config: Config) -> Optional[Callable]:
+    worker = OnnxRuntimeProcess(config)
+    if worker.skipped is not None:
+        print(f"ONNX Runtime mode skipped: {worker.skipped}")
+        worker.close()
+        return None
+    atexit.register(worker.close)
+    return worker
 
 
 def eigen_gemm(fn: Callable) -> Callable:
@@ -131,12 +198,11 @@ def build_modes(config: Config, weights, names: str) -> List[Mode]:
         return lambda: tf.function(fn, input_signature=signature_ids(), **kw)
 
     floor_spec = [tf.TensorSpec([None, None, config.hidden], tf.float32)]
-    stock_for_onnx = tf.function(model, input_signature=signature_ids())
     all_modes = [
         Mode("tf", fresh(model)),
         Mode("tf1_session", lambda: TF1Session(config)),
         Mode("xla", fresh(model, jit_compile=True)),
-        Mode("onnxruntime", lambda: onnx_runtime(stock_for_onnx)),
+        Mode("onnxruntime", lambda: onnx_runtime(config)),
         Mode("ours", fresh(model), ours=True),
         Mode("ours_async", fresh(model), ours=True, async_compile=True),
         Mode("ours_eigen_gemm", lambda: eigen_gemm(fresh(model)()), ours=True),
@@ -184,7 +250,10 @@ def run_workload(label: str, requests, floor_requests, mode_list: List[Mode], re
                 print(f"{mode.name}: FALLBACKS {fallbacks}")
         elif mode.name == "xla":
             mode.compiles = str(len({r[0].shape for r in reqs}))  # XLA: once per shape
-        results[mode.name] = (outputs, modes.peak_rss_mb(), rss_before)
+        if isinstance(fn, OnnxRuntimeProcess):  # its own process: its whole peak
+            results[mode.name] = (outputs, fn.peak_rss_mb(), 0.0)
+        else:
+            results[mode.name] = (outputs, modes.peak_rss_mb(), rss_before)
         timelines[mode.name], runners[mode.name] = timeline, (fn, reqs)
     disc.enable(async_compile=False)  # sync reloads of ours from the disk cache below
     for name, (fn, reqs) in runners.items():  # untimed warm-up round
@@ -250,7 +319,7 @@ def main() -> None:
         "reset before each mode" if modes.reset_peak_rss()
         else "CUMULATIVE (this kernel refuses clear_refs)") +
         "; rss_growth_MB: that peak minus VmRSS when the mode started (earlier modes' "
-        "memory stays resident)")
+        "memory stays resident); onnxruntime runs in a subprocess: its whole VmHWM")
     for label in args.workload:
         requests = workload(label, config.vocab, args.quick)
         rng = np.random.default_rng(1)

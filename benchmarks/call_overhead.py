@@ -5,7 +5,13 @@ sizes this measures what a DiscLaunch call costs over TF's own op-by-op
 executor; at larger sizes it shows what one fused loop saves.  Stock TF and
 blade_disc_tf run the same Python function in one process, interleaved.
 
-    python benchmarks/call_overhead.py [--repeats 30]
+One tf.function call costs tens of microseconds in Python and eager dispatch,
+which hides a launch's own cost; the second table runs --clusters copies of
+the chain in one function, separated by tf.roll (not clusterable), so each
+call makes that many DiscLaunch calls against six times as many TF ops, and
+divides the difference per launch.
+
+    python benchmarks/call_overhead.py [--repeats 30] [--clusters 32]
 """
 import argparse
 import os
@@ -28,24 +34,39 @@ def make_function():
     return tf.function(chain, input_signature=[spec, spec])
 
 
+def make_many(clusters: int):
+    """`clusters` chains, one DiscLaunch each: tf.roll between them is left
+    to TF, so no two chains fuse."""
+    def many(x, y):
+        for _ in range(clusters):
+            x = tf.roll(chain(x, y), 1, axis=1)
+        return x
+    spec = tf.TensorSpec([None, None], tf.float32)
+    return tf.function(many, input_signature=[spec, spec])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--clusters", type=int, default=32)
     args = parser.parse_args()
     shapes = [(2, 2), (64, 64), (256, 1024), (1024, 1024)]
     rng = np.random.default_rng(0)
     inputs = {s: (rng.standard_normal(s).astype(np.float32), rng.standard_normal(s).astype(np.float32))
               for s in shapes}
 
-    stock = make_function()
+    stock, stock_many = make_function(), make_many(args.clusters)
     for x, y in inputs.values():      # optimized (and cached) before disc is enabled
         stock(x, y)
+        stock_many(x, y)
 
     import blade_disc_tf as disc
     disc.enable()
-    ours = make_function()
+    ours, ours_many = make_function(), make_many(args.clusters)
     for x, y in inputs.values():
         np.testing.assert_allclose(ours(x, y).numpy(), stock(x, y).numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(ours_many(x, y).numpy(), stock_many(x, y).numpy(),
+                                   rtol=1e-4, atol=1e-4)
 
     rows = []
     for shape, (x, y) in inputs.items():
@@ -57,9 +78,20 @@ def main() -> None:
                      "disc_us": med["disc"] * 1e6, "disc_minus_tf_us": (med["disc"] - med["tf"]) * 1e6,
                      "speedup": med["tf"] / med["disc"]})
     print_table("per-call median (6 elementwise ops, one cluster)", rows)
-    stats = disc.stats()["clusters"]
-    print("\nclusters:", {k: {c: v[c] for c in ("compiles", "disk_cache_hits", "cache_hits", "fallbacks")}
-                          for k, v in stats.items()})
+
+    rows = []
+    for shape in shapes[:2]:
+        x, y = inputs[shape]
+        med = interleaved_medians({"tf": lambda: stock_many(x, y), "disc": lambda: ours_many(x, y)},
+                                  args.repeats, 20)
+        rows.append({"shape": "x".join(map(str, shape)), "stock_tf_us": med["tf"] * 1e6,
+                     "disc_us": med["disc"] * 1e6,
+                     "per_launch_minus_6_tf_ops_us": (med["disc"] - med["tf"]) * 1e6 / args.clusters,
+                     "speedup": med["tf"] / med["disc"]})
+    print_table(f"per-call median ({args.clusters} clusters of 6 ops, tf.roll between)", rows)
+    stats = disc.stats()["clusters"].values()
+    print(f"\n{len(stats)} clusters, totals:",
+          {c: sum(v[c] for v in stats) for c in ("compiles", "disk_cache_hits", "cache_hits", "fallbacks")})
 
 
 if __name__ == "__main__":

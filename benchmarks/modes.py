@@ -68,10 +68,14 @@ def configure_disc(ours: bool, async_compile: bool = False) -> None:
     disc.reset_stats()
 
 
-def disc_compiles() -> int:
+def disc_stats_clusters() -> List[dict]:
     import blade_disc_tf as disc
 
-    return sum(c["compiles"] for c in disc.stats()["clusters"].values())
+    return list(disc.stats()["clusters"].values())
+
+
+def disc_compiles() -> int:
+    return sum(c["compiles"] for c in disc_stats_clusters())
 
 
 def disc_fallbacks() -> Dict[str, int]:

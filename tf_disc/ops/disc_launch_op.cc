@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "tensorflow/core/framework/common_shape_fns.h"
 #include "tensorflow/core/framework/function.h"
 #include "tensorflow/core/framework/op.h"
@@ -80,23 +81,38 @@ class DiscLaunchOp : public AsyncOpKernel {
     stats_ = GetFunctionStats(function_);
   }
 
+  // The executor treats the kernel as synchronous: after an async kernel's
+  // done() it hands every successor to the inter-op pool, a thread hop per
+  // launch (benchmarks/call_overhead.py, 32 clusters of six ops at 2x2:
+  // a launch cost 10-30 us more than the six TF ops async, 3-9 us less sync).  The steady state
+  // calls done() inline; the rare waits (compile, fallback) block this
+  // thread and depend on no executor thread: the compile thread resumes the
+  // call itself, the fallback runs its function inline.
+  // (AsyncOpKernel::Compute: ComputeAsync, then wait for done.)
+  tensorflow::AsyncOpKernel* AsAsync() override { return nullptr; }
+
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    std::string key;
+    // The steady state: the key is one this kernel has run since the last
+    // cache clear and stats reset.  Built into a per-thread buffer (no
+    // allocation), matched against the memo (no hashing, no global lock).
+    static thread_local std::string scratch;
     const bool fast_math = FastMathBf16();  // read once: key and request agree
-    std::string reason = BuildKey(ctx, fast_math, &key);
+    std::string reason = BuildKey(ctx, fast_math, &scratch);
+    if (reason.empty()) {
+      if (std::shared_ptr<const Executable> exe = Remembered(scratch)) {
+        stats_->RecordMemoHit();
+        RunExecutable(ctx, *exe);
+        done();
+        return;
+      }
+    }
+    const std::string key = scratch;  // scratch is reused by nested calls
+    stats_->RecordRun(key);
     if (!reason.empty()) {
-      stats_->RecordRun(key);
       Fallback(ctx, std::move(done), reason);
       return;
     }
-    stats_->RecordRun(key);
     if (embedded_ != nullptr && RunEmbedded(ctx, key, &done)) return;
-    if (std::shared_ptr<const Executable> exe = Remembered(key)) {
-      stats_->RecordCacheHit();
-      RunExecutable(ctx, *exe);
-      done();
-      return;
-    }
     Options options = GetOptions();
     LookupParams params{&function_, &key, stats_, options.async_compile,
                         options.compile_timeout_s};
@@ -104,44 +120,56 @@ class DiscLaunchOp : public AsyncOpKernel {
                                                      std::string* fdef) {
       return BuildRequest(ctx, key, fast_math, request, fdef);
     };
-    // A waiting caller resumes on the compile/timeout thread: hop back onto
-    // the device's worker threads before doing real work.
+    // A waiting caller resumes on the compile/timeout thread (Compute is
+    // blocked meanwhile): a pool could be fully blocked in such waits.
     auto cont = [this, ctx, done](const CacheOutcome& o) {
-      auto* threads = ctx->device()->tensorflow_cpu_worker_threads();
-      if (threads == nullptr || threads->workers == nullptr) {
-        Continue(ctx, done, o);  // no pool (unexpected on CPU): run here
-        return;
-      }
-      threads->workers->Schedule([this, ctx, done, o]() mutable {
-        Continue(ctx, std::move(done), o);
-      });
+      Continue(ctx, done, o);
     };
     const uint64_t epoch = ExecutableCacheEpoch();
+    const uint64_t stats_generation = stats_->generation();
     CacheOutcome outcome;
     if (LookupExecutable(params, make_request, &outcome, std::move(cont))) {
-      if (outcome.exe) Remember(key, epoch, outcome.exe);
+      if (outcome.exe) Remember(key, epoch, stats_generation, outcome.exe);
       Continue(ctx, std::move(done), outcome);
     }
   }
 
  private:
-  // Per-kernel memo of the last key's executable: a steady-state call skips
-  // the process-wide locked lookup.  Stale once the cache was cleared.
+  // Per-kernel memo of the executables of the last few keys (a cluster
+  // usually sees one or two rank signatures).  An entry is stale once the
+  // cache was cleared (epoch) or the stats reset (which forgot the key).
+  struct MemoEntry {
+    std::string key;
+    uint64_t epoch;
+    uint64_t stats_generation;
+    std::shared_ptr<const Executable> exe;
+  };
+  static constexpr size_t kMemoSize = 4;
+
   std::shared_ptr<const Executable> Remembered(const std::string& key) {
+    const uint64_t epoch = ExecutableCacheEpoch();
+    const uint64_t generation = stats_->generation();
     std::lock_guard<std::mutex> lock(memo_mu_);
-    if (memo_exe_ == nullptr || memo_key_ != key ||
-        memo_epoch_ != ExecutableCacheEpoch()) {
-      return nullptr;
+    for (const MemoEntry& e : memo_) {
+      if (e.key == key && e.epoch == epoch && e.stats_generation == generation) {
+        return e.exe;
+      }
     }
-    return memo_exe_;
+    return nullptr;
   }
 
-  void Remember(const std::string& key, uint64_t epoch,
+  void Remember(const std::string& key, uint64_t epoch, uint64_t stats_generation,
                 std::shared_ptr<const Executable> exe) {
     std::lock_guard<std::mutex> lock(memo_mu_);
-    memo_key_ = key;
-    memo_epoch_ = epoch;
-    memo_exe_ = std::move(exe);
+    MemoEntry* slot = nullptr;
+    for (MemoEntry& e : memo_) {
+      if (e.key == key || e.epoch != epoch) slot = &e;  // same key or stale
+    }
+    if (slot == nullptr && memo_.size() < kMemoSize) {
+      slot = &memo_.emplace_back();
+    }
+    if (slot == nullptr) slot = &memo_[memo_next_++ % kMemoSize];  // round robin
+    *slot = MemoEntry{key, epoch, stats_generation, std::move(exe)};
   }
 
   // Runs the executable embedded for `key` (or, when it was refused, the
@@ -149,6 +177,8 @@ class DiscLaunchOp : public AsyncOpKernel {
   // caller then compiles as usual and *done is untouched.
   bool RunEmbedded(OpKernelContext* ctx, const std::string& key,
                    DoneCallback* done) {
+    const uint64_t epoch = ExecutableCacheEpoch();
+    const uint64_t stats_generation = stats_->generation();
     std::shared_ptr<const Executable> exe;
     std::string reason;
     if (!embedded_->Find(key, &exe, &reason)) return false;
@@ -156,6 +186,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       Fallback(ctx, std::move(*done), reason);
       return true;
     }
+    Remember(key, epoch, stats_generation, exe);
     stats_->RecordCacheHit();
     RunExecutable(ctx, *exe);
     (*done)();
@@ -175,33 +206,34 @@ class DiscLaunchOp : public AsyncOpKernel {
     done();
   }
 
-  // Computes the cache key: input ranks plus values of const args, plus
-  // "|fast_math=bf16" under that option (so an executable built with it is
-  // never run without it, nor the reverse).  Returns a non-empty fallback
-  // reason when the inputs cannot be compiled for.
+  // Computes the cache key into *key (cleared first): input ranks plus
+  // values of const args, plus "|fast_math=bf16" under that option (so an
+  // executable built with it is never run without it, nor the reverse).
+  // Returns a non-empty fallback reason when the inputs cannot be compiled for.
   std::string BuildKey(OpKernelContext* ctx, bool fast_math, std::string* key) const {
-    key->reserve(32);
+    static_assert(DISC_MAX_RANK <= 9, "ranks are written as one digit");
+    key->clear();
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       int rank = ctx->input(i).dims();
       if (rank > DISC_MAX_RANK) {
         return "rank > " + std::to_string(DISC_MAX_RANK);
       }
       if (i) key->push_back(',');
-      *key += std::to_string(rank);
+      key->push_back(static_cast<char>('0' + rank));
     }
     for (int64_t arg : const_args_) {
       if (arg < 0 || arg >= ctx->num_inputs()) return "bad const_args attr";
-      std::string values;
-      if (!ConstValues(ctx->input(arg), &values)) {
+      *key += "|" + std::to_string(arg) + "=[";
+      if (!ConstValues(ctx->input(arg), key)) {
         return "unsupported const arg dtype";
       }
-      *key += "|" + std::to_string(arg) + "=[" + values + "]";
+      key->push_back(']');
     }
     if (fast_math) *key += "|fast_math=bf16";
     return "";
   }
 
-  // Comma-separated values of an int32/int64 host tensor.
+  // Appends the comma-separated values of an int32/int64 host tensor.
   static bool ConstValues(const Tensor& t, std::string* out) {
     if (t.dtype() == tensorflow::DT_INT32) {
       auto flat = t.flat<int32_t>();
@@ -262,7 +294,7 @@ class DiscLaunchOp : public AsyncOpKernel {
   }
 
   void RunExecutable(OpKernelContext* ctx, const Executable& exe) const {
-    std::vector<DiscBuffer> buffers(ctx->num_inputs());
+    absl::InlinedVector<DiscBuffer, 16> buffers(ctx->num_inputs());
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       const Tensor& t = ctx->input(i);
       DiscBuffer& b = buffers[i];
@@ -272,7 +304,8 @@ class DiscLaunchOp : public AsyncOpKernel {
       for (int d = 0; d < b.rank; ++d) b.dims[d] = t.dim_size(d);
     }
     KernelRuntime runtime(ctx);
-    runtime.Run(exe.entry, buffers).IgnoreError();  // status already in ctx
+    runtime.Run(exe.entry, buffers.data(), static_cast<int32_t>(buffers.size()))
+        .IgnoreError();  // status already in ctx
   }
 
   void Fallback(OpKernelContext* ctx, DoneCallback done,
@@ -291,9 +324,8 @@ class DiscLaunchOp : public AsyncOpKernel {
   FunctionStats* stats_ = nullptr;
   std::unique_ptr<FunctionClaim> claim_;  // keeps this function's executables
   std::mutex memo_mu_;
-  std::string memo_key_;
-  uint64_t memo_epoch_ = 0;
-  std::shared_ptr<const Executable> memo_exe_;
+  std::vector<MemoEntry> memo_;  // at most kMemoSize
+  size_t memo_next_ = 0;
 };
 
 REGISTER_KERNEL_BUILDER(Name("DiscLaunch").Device(tensorflow::DEVICE_CPU),

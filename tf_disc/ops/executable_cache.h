@@ -1,7 +1,8 @@
 // Process-wide cache of compiled executables keyed by (cluster function,
 // cache key), with single-flight compilation: the first caller of a key
 // queues one compile on the compile thread; later callers either wait (their
-// continuation is parked, no thread blocks) or, with async_compile, fall back.
+// continuation is parked and the synchronous DiscLaunch thread waits for it)
+// or, with async_compile, fall back.
 //
 // Executables live as long as their graphs (issue #6): each DiscLaunch kernel
 // holds a FunctionClaim on its cluster function, and when the last kernel of
@@ -46,7 +47,7 @@ struct LookupParams {
 
 // Returns true and fills *outcome when the lookup resolved at once.  Returns
 // false when the caller waits for a compile: `cont` then runs exactly once,
-// later, on the compile or timeout thread (keep it short: reschedule).
+// later, on the compile or timeout thread (DiscLaunch finishes its call there).
 bool LookupExecutable(const LookupParams& params,
                       const RequestFactory& make_request, CacheOutcome* outcome,
                       CacheContinuation cont);

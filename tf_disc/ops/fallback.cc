@@ -49,8 +49,13 @@ void FunctionFallback::RunAsync(tensorflow::OpKernelContext* ctx,
   opts.cancellation_manager = ctx->cancellation_manager();
   opts.step_container = ctx->step_container();
   opts.stats_collector = ctx->stats_collector();
-  opts.runner = ctx->runner();
-  opts.run_all_kernels_inline = ctx->run_all_kernels_inline();
+  // Inline: DiscLaunch blocks its thread until done (disc_launch_op.cc), so
+  // the function must not wait for a pool thread.
+  static std::function<void(std::function<void()>)>* inline_runner =
+      new std::function<void(std::function<void()>)>(
+          [](std::function<void()> fn) { fn(); });
+  opts.runner = inline_runner;
+  opts.run_all_kernels_inline = true;
   opts.collective_executor = ctx->collective_executor();
   opts.stack_trace = ctx->stack_trace();
   std::vector<tensorflow::Tensor> args;

@@ -32,14 +32,13 @@ void AppendField(const char* name, const std::string& value, std::string* out) {
 }  // namespace
 
 void FunctionStats::RecordRun(const std::string& key) {
+  runs_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
-  ++runs_;
   keys_.insert(key);
 }
 
 void FunctionStats::RecordCacheHit() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++cache_hits_;
+  cache_hits_.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool FunctionStats::RecordFallback(const std::string& reason) {
@@ -61,7 +60,10 @@ void FunctionStats::RecordCompile(bool compiled, double seconds) {
 
 void FunctionStats::Reset() {
   std::lock_guard<std::mutex> lock(mu_);
-  runs_ = compiles_ = disk_cache_hits_ = cache_hits_ = fallbacks_ = 0;
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  runs_ = 0;
+  cache_hits_ = 0;
+  compiles_ = disk_cache_hits_ = fallbacks_ = 0;
   compile_seconds_ = 0;
   fallback_reasons_.clear();
   keys_.clear();
@@ -76,13 +78,13 @@ bool FunctionStats::IsEmpty() const {
 void FunctionStats::AppendJson(std::string* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   *out += "{";
-  AppendField("runs", std::to_string(runs_), out);
+  AppendField("runs", std::to_string(runs_.load()), out);
   *out += ", ";
   AppendField("compiles", std::to_string(compiles_), out);
   *out += ", ";
   AppendField("disk_cache_hits", std::to_string(disk_cache_hits_), out);
   *out += ", ";
-  AppendField("cache_hits", std::to_string(cache_hits_), out);
+  AppendField("cache_hits", std::to_string(cache_hits_.load()), out);
   *out += ", ";
   AppendField("fallbacks", std::to_string(fallbacks_), out);
   *out += ", \"fallback_reasons\": {";

@@ -2,6 +2,7 @@
 #ifndef TF_DISC_OPS_STATS_H_
 #define TF_DISC_OPS_STATS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -15,7 +16,16 @@ namespace tf_disc {
 class FunctionStats {
  public:
   void RecordRun(const std::string& key);
+  // A run whose key was recorded since generation `generation()` and that
+  // hit a kernel's memo: two relaxed increments, no lock (the steady state).
+  void RecordMemoHit() {
+    runs_.fetch_add(1, std::memory_order_relaxed);
+    cache_hits_.fetch_add(1, std::memory_order_relaxed);
+  }
   void RecordCacheHit();
+  // Bumped by Reset (which forgets the keys): a kernel that recorded a key
+  // under an older generation records it again.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   // Returns true the first time this reason is seen (for warn-once logs).
   bool RecordFallback(const std::string& reason);
   // compiled: the system compiler ran (false: disk-cache hit).
@@ -28,10 +38,11 @@ class FunctionStats {
 
  private:
   mutable std::mutex mu_;
-  int64_t runs_ = 0;
+  std::atomic<int64_t> runs_{0};
   int64_t compiles_ = 0;
   int64_t disk_cache_hits_ = 0;
-  int64_t cache_hits_ = 0;
+  std::atomic<int64_t> cache_hits_{0};
+  std::atomic<uint64_t> generation_{0};
   int64_t fallbacks_ = 0;
   double compile_seconds_ = 0;
   std::map<std::string, int64_t> fallback_reasons_;

@@ -38,9 +38,9 @@ void KernelRuntime::RecordError(absl::Status status) {
   ctx_->SetStatus(status);
 }
 
-absl::Status KernelRuntime::Run(DiscEntryFn entry,
-                                const std::vector<DiscBuffer>& inputs) {
-  int32_t rc = entry(&abi_, inputs.data(), static_cast<int32_t>(inputs.size()));
+absl::Status KernelRuntime::Run(DiscEntryFn entry, const DiscBuffer* inputs,
+                                int32_t num_inputs) {
+  int32_t rc = entry(&abi_, inputs, num_inputs);
   std::lock_guard<std::mutex> lock(mu_);
   if (rc != 0 && !has_error_) {
     RecordError(absl::InternalError(

@@ -4,8 +4,8 @@
 #define TF_DISC_RUNTIME_RUNTIME_H_
 
 #include <mutex>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tf_disc/runtime/disc_abi.h"
 
@@ -21,7 +21,7 @@ class KernelRuntime {
   // Calls `entry` on `inputs` and checks the ABI contract afterwards (error
   // reported <=> non-zero return, every output allocated).  Errors end up in
   // ctx->status(); the returned status is the same.
-  absl::Status Run(DiscEntryFn entry, const std::vector<DiscBuffer>& inputs);
+  absl::Status Run(DiscEntryFn entry, const DiscBuffer* inputs, int32_t num_inputs);
 
  private:
   static void* AllocOutput(void* self, int32_t index, int32_t rank,
@@ -43,8 +43,8 @@ class KernelRuntime {
   tensorflow::Allocator* allocator_;
   DiscRuntime abi_;
   std::mutex mu_;  // generated code may call back from parallel_for workers
-  std::vector<void*> temps_;
-  std::vector<bool> allocated_;
+  absl::InlinedVector<void*, 4> temps_;
+  absl::InlinedVector<bool, 16> allocated_;
   bool has_error_ = false;
 };
 

@@ -219,7 +219,10 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
             items = ", ".join(f"{t}({v})" for v in vals) or "0"
             body.append(f"  const {t} h_{op.result.name}[{max(len(vals), 1)}] = {{{items}}};")
             ptr[op.result] = f"h_{op.result.name}"
-    # Buffers: outputs and temps.
+    # Buffers: outputs up front; each temp just before the op that writes it
+    # (freed after its last reader), so the peak is the live set, not the
+    # sum of all temps (BERT-base at 8x256: ~1 GB).  Dims stay up front.
+    temps: dict[Op, list[str]] = {}
     for op in func.ops:
         if spec(op.name).kind not in ("fusion", "library"):
             continue
@@ -236,11 +239,13 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
                          f"{len(dims)}, od_{r.name}));",
                          f"  if (!{r.name} && ({n}) > 0) return 1;"]
             else:
-                body += [f"  {t}* {r.name} = ({n}) > 0 ? static_cast<{t}*>(rt->alloc_temp("
-                         f"rt->ctx, size_t({n}) * sizeof({t}))) : nullptr;",
-                         f"  if (!{r.name} && ({n}) > 0) return 1;"]
+                temps.setdefault(op, []).extend([
+                    f"  {t}* {r.name} = ({n}) > 0 ? static_cast<{t}*>(rt->alloc_temp("
+                    f"rt->ctx, size_t({n}) * sizeof({t}))) : nullptr;",
+                    f"  if (!{r.name} && ({n}) > 0) return 1;"])
             ptr[r] = r.name
     for k, op in enumerate(func.ops):
+        body += temps.get(op, [])
         if op.name == "fusion":
             body += _launch(op, kernels[op], dn, ptr)
         elif op.name == "reshape":   # an alias of a dense buffer (passes/fusion.py)
