@@ -8,7 +8,11 @@ GetWindowedOutputSize does (SAME: ceil(in / stride); VALID/EXPLICIT:
 (in + pads - effective_filter + stride) / stride); a negative size is TF's
 InvalidArgument at run time.  Fused epilogues (bias, batch norm, add,
 activation) become elementwise IR ops that fuse into one loop kernel reading
-the convolution's result buffer."""
+the convolution's result buffer.
+
+Grouped Conv2D (input depth a multiple of the filter's in-depth, as TF's
+own kernel allows): the window op carries grouped=True and the host code
+derives the group count at run time, with TF's divisibility errors."""
 from __future__ import annotations
 
 from ..dtypes import FLOATS
@@ -55,7 +59,7 @@ def _explicit_pads(node) -> list[int]:
 
 
 def emit_window(b, node, kind: str, x, filt, k: tuple[str, str], out_c: str,
-                strides, dilations=(1, 1)):
+                strides, dilations=(1, 1), grouped: bool = False):
     """The window op (attrs as codegen/conv.py reads them) with symbolic
     output shape [N, OH, OW, out_c]."""
     if x.type.rank != 4:
@@ -70,7 +74,7 @@ def emit_window(b, node, kind: str, x, filt, k: tuple[str, str], out_c: str,
     operands = [x] if filt is None else [x, filt]
     return b.emit("window", operands, x.dtype, shape, kind=kind, padding=padding, pads=pads,
                   strides=list(strides), dilations=list(dilations), ksize=list(k),
-                  node=node.name, op=node.op)
+                  grouped=grouped, node=node.name, op=node.op)
 
 
 def _conv_common(b, node, x, f, depthwise: bool):
@@ -80,16 +84,16 @@ def _conv_common(b, node, x, f, depthwise: bool):
         raise Unsupported(f"{node.op} node '{node.name}': input and filter must be 4-D")
     strides = _nhwc_pair(node, "strides", node.attrs.get("strides"))
     dilations = _nhwc_pair(node, "dilations", node.attrs.get("dilations"))
+    grouped = False
     if depthwise:
         b.assert_dim_eq(x, 3, f, 2, node.name, node.op,
                         "input and filter must have the same depth: {0} vs {1}")
         out_c = dim_mul(f.shape[2], f.shape[3])
-    else:
-        b.assert_dim_eq(x, 3, f, 2, node.name, node.op,
-                        "input depth must be evenly divisible by filter depth: {0} vs {1}")
+    else:  # equal depths, or groups checked and counted by the host code
+        grouped = not b.env.known_equal(x.shape[3], f.shape[2])
         out_c = f.shape[3]
     return emit_window(b, node, "depthwise" if depthwise else "conv", x, f,
-                       (f.shape[0], f.shape[1]), out_c, strides, dilations)
+                       (f.shape[0], f.shape[1]), out_c, strides, dilations, grouped)
 
 
 def lower_conv2d(b, node, xs):
