@@ -134,6 +134,43 @@ def test_grouped_conv2d_errors_are_tf_errors(disc):
     assert total(st, "fallbacks") == 0 and total(st, "compiles") == 1, st
 
 
+@pytest.mark.parametrize("path", ["0", "1"])
+@pytest.mark.parametrize("act", [tf.nn.relu, tf.nn.relu6, tf.nn.elu, None])
+def test_fused_epilogues(disc, monkeypatch, path, act):
+    """Conv / depthwise + bias or batch norm (+ activation), which the
+    remapper fuses and we apply as the window's epilogue (relu, relu6) or as
+    elementwise ops (elu), on both convolution paths."""
+    monkeypatch.setenv("DISC_CONV_DIRECT", path)
+
+    def fn(x, f, d, b, s, o, m, v):
+        y = tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b)
+        z = tf.raw_ops.FusedBatchNormV3(x=tf.nn.conv2d(x, f, 2, "VALID"), scale=s, offset=o,
+                                         mean=m, variance=v, epsilon=1e-3, is_training=False)[0]
+        w = tf.nn.bias_add(tf.nn.depthwise_conv2d(x, d, [1, 1, 1, 1], "SAME"), b[:4])
+        return (y, z, w) if act is None else (act(y), act(z), act(w))
+    specs = [_spec(4)] * 3 + [_spec(1)] * 5
+    cases = []
+    for i, (n, h, w) in enumerate([(1, 9, 13), (2, 6, 5), (1, 3, 17)]):
+        vec = [_rand((20,), 90 + 5 * i + j) for j in range(5)]
+        cases.append([_rand((n, h, w, 4), i), _rand((3, 3, 4, 20), 40 + i),
+                      _rand((3, 3, 4, 1), 60 + i), *vec[:4], np.abs(vec[4]) + 0.1])
+    _run(disc, fn, specs, cases)
+
+
+def test_bias_relu_is_the_window_epilogue(disc, tmp_path):
+    """Grappler's _FusedConv2D(BiasAdd, Relu) reaches the runtime as one
+    window call with the bias and DISC_ACT_RELU (no loop over its output)."""
+    disc.enable(min_cluster_size=1, dump_dir=str(tmp_path))
+
+    @tf.function(input_signature=[_spec(4), _spec(4), _spec(1)])
+    def fn(x, f, b):
+        return tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b))
+    x, f, b = _rand((1, 6, 7, 3), 0), _rand((3, 3, 3, 8), 1), _rand((8,), 2)
+    _close(fn(x, f, b), tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b)), 1e-4)
+    sources = "".join(p.read_text() for p in tmp_path.rglob("*.cc"))
+    assert "w.activation = DISC_ACT_RELU;" in sources and "w.shift = " in sources
+
+
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])
 @pytest.mark.parametrize("mult,strides,dil", [(1, 1, 1), (1, 2, 1), (2, 1, 1), (1, 1, 2)])
 def test_depthwise(disc, padding, mult, strides, dil):

@@ -190,6 +190,7 @@ void DepthwiseRowsF32(const DiscWindowArgs& w, int64_t begin, int64_t end) {
                    f[(i * w.k_w + j) * c + c0];
         out[c0] = acc;
       }
+      ApplyEpilogue(w, out, c, 1, 0, c);
     }
   }
 }
@@ -205,7 +206,7 @@ bool UseDirectConv(const DiscWindowArgs& w) {
   const bool plain_gemm = w.k_h == 1 && w.k_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
                           w.pad_top == 0 && w.pad_left == 0 && w.out_h == w.in_h &&
                           w.out_w == w.in_w;
-  return !plain_gemm;
+  return !plain_gemm || HasEpilogue(w);
 }
 
 bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
@@ -305,6 +306,7 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
           q = q1;
         }
       }
+      ApplyEpilogue(w, dst, ldo, np_, c0, std::min(oc, c0 + width));
       if (partial) {
         for (int64_t q = 0; q < np_; ++q)
           std::copy(dst + q * ldo, dst + q * ldo + (oc - c0), out + (p0 + q) * oc + c0);

@@ -29,9 +29,38 @@ inline void TapRange(int64_t base, int64_t dil, int64_t taps, int64_t limit, int
   if (*hi < *lo) *hi = *lo;
 }
 
+// Whether the args carry an epilogue (scale, shift or activation).
+inline bool HasEpilogue(const DiscWindowArgs& w) {
+  return w.scale != nullptr || w.shift != nullptr || w.activation != DISC_ACT_NONE;
+}
+
+// Applies the epilogue to `rows` rows (row stride ld) of channels [c0, c1);
+// out points at channel c0 of the first row.
+template <typename T>
+void ApplyEpilogue(const DiscWindowArgs& w, T* out, int64_t ld, int64_t rows, int64_t c0,
+                   int64_t c1) {
+  if (!HasEpilogue(w)) return;
+  const T* scale = static_cast<const T*>(w.scale);
+  const T* shift = static_cast<const T*>(w.shift);
+  for (int64_t r = 0; r < rows; ++r) {
+    T* o = out + r * ld - c0;
+    if (scale != nullptr)
+      for (int64_t c = c0; c < c1; ++c) o[c] *= scale[c];
+    if (shift != nullptr)
+      for (int64_t c = c0; c < c1; ++c) o[c] += shift[c];
+    if (w.activation == DISC_ACT_RELU) {
+      for (int64_t c = c0; c < c1; ++c) o[c] = o[c] > T(0) || o[c] != o[c] ? o[c] : T(0);
+    } else if (w.activation == DISC_ACT_RELU6) {
+      for (int64_t c = c0; c < c1; ++c)
+        o[c] = o[c] != o[c] ? o[c] : o[c] < T(0) ? T(0) : o[c] > T(6) ? T(6) : o[c];
+    }
+  }
+}
+
 // Whether RunDirectConv is the faster path for this (validated, non-empty)
-// convolution: float, ungrouped, and not a 1x1 stride-1 unpadded one (a
-// plain GEMM on the input, as fast).  DISC_CONV_DIRECT=0 / 1
+// convolution: float, ungrouped, and not a 1x1 stride-1 unpadded one
+// without an epilogue (a plain GEMM on the input, as fast; with one, the
+// GEMM would need a second pass over its output).  DISC_CONV_DIRECT=0 / 1
 // forces it off / on (where supported), for A/B timing in one process.
 bool UseDirectConv(const DiscWindowArgs& w);
 

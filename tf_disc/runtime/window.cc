@@ -60,6 +60,23 @@ GemmArgs ConvGemm(const DiscWindowArgs& w, int64_t groups, int64_t m, const void
                   w.filter, w.out_c, 0, c, w.out_c, 0};
 }
 
+// The epilogue over the whole output, for paths whose GEMM wrote it all.
+template <typename T>
+bool EpiloguePass(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& parallel_for) {
+  if (!HasEpilogue(w)) return true;
+  T* out = static_cast<T*>(w.output);
+  const int64_t rows = w.batch * w.out_h * w.out_w;
+  auto run = [&](int64_t b, int64_t e) {
+    ApplyEpilogue(w, out + b * w.out_c, w.out_c, e - b, 0, w.out_c);
+  };
+  if (num_threads <= 1 || rows * w.out_c < 100000) {
+    run(0, rows);
+  } else {
+    parallel_for(rows, w.out_c, run);
+  }
+  return true;
+}
+
 // Convolution as GEMMs (groups as a batch of GEMMs over channel slices): a
 // 1x1/stride-1/unpadded one reads the input as the patch matrix; otherwise
 // each task builds patch panels of `panel` rows (up to 512 KB, L2-resident,
@@ -79,7 +96,8 @@ bool Conv(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
     g.batch = groups;
     g.stride_a = cg;
     g.stride_b = g.stride_c = og;
-    return RunGemm(g, num_threads, eigen_pool, parallel_for, error);
+    return RunGemm(g, num_threads, eigen_pool, parallel_for, error) &&
+           EpiloguePass<T>(w, num_threads, parallel_for);
   }
   const int64_t panel = std::max<int64_t>(
       32, std::min<int64_t>(512, (int64_t(512) * 1024 / sizeof(T) / std::max<int64_t>(k, 1))
@@ -98,7 +116,8 @@ bool Conv(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
     g.batch = groups;
     g.stride_a = rows * k;
     g.stride_b = g.stride_c = og;
-    return RunGemm(g, num_threads, eigen_pool, parallel_for, error);
+    return RunGemm(g, num_threads, eigen_pool, parallel_for, error) &&
+           EpiloguePass<T>(w, num_threads, parallel_for);
   }
   // Tasks = (panel, group); each builds its panel and multiplies it.
   const int64_t tasks = panels * groups;
@@ -117,6 +136,7 @@ bool Conv(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
       a.b = static_cast<const T*>(w.filter) + g * og;
       std::string err;
       if (!RunGemm(a, 1, nullptr, parallel_for, &err)) ok = false;
+      ApplyEpilogue(w, out + r0 * w.out_c + g * og, w.out_c, r1 - r0, g * og, (g + 1) * og);
     }
   };
   const double flops = 2.0 * rows * k * w.out_c;
@@ -173,6 +193,7 @@ void DirectRows(const DiscWindowArgs& w, int64_t begin, int64_t end) {
         const T inv = T(1) / T((i1 - i0) * (j1 - j0));
         for (int64_t c = 0; c < oc; ++c) acc[c] *= inv;
       }
+      if (w.kind == DISC_WINDOW_DEPTHWISE) ApplyEpilogue(w, acc, oc, 1, 0, oc);
     }
   }
 }
@@ -225,6 +246,11 @@ bool Check(const DiscWindowArgs& w, std::string* error) {
   if (groups < 1 || (groups > 1 && w.kind != DISC_WINDOW_CONV) || w.in_c % groups != 0 ||
       w.out_c % groups != 0) {
     *error = "window: groups " + std::to_string(w.groups) + " do not divide the channels";
+    return false;
+  }
+  if (w.activation < DISC_ACT_NONE || w.activation > DISC_ACT_RELU6 ||
+      (pool && HasEpilogue(w))) {
+    *error = "window: bad epilogue (activation " + std::to_string(w.activation) + ")";
     return false;
   }
   if ((pool && w.out_c != w.in_c) ||

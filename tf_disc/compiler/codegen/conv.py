@@ -6,7 +6,9 @@ pads [top, bottom, left, right] (EXPLICIT), strides/dilations [h, w], ksize
 [h, w] dims (the filter's for convolutions); operands x (NHWC) and, for
 convolutions, the filter.  SAME puts the smaller half of the padding on top
 and left, as TF does.  grouped: the group count is the input depth over
-the filter's, checked as TF's Conv2D does (divisible depths)."""
+the filter's, checked as TF's Conv2D does (divisible depths).  Epilogue
+attrs scale / shift (bools: the next operands are those [C] vectors) and
+activation (none|relu|relu6)."""
 from __future__ import annotations
 
 from ..errors import template_text
@@ -15,6 +17,7 @@ from .cstr import c_string
 
 _KINDS = {"conv": "DISC_WINDOW_CONV", "depthwise": "DISC_WINDOW_DEPTHWISE",
           "max_pool": "DISC_WINDOW_MAX_POOL", "avg_pool": "DISC_WINDOW_AVG_POOL"}
+_ACTIVATIONS = {"none": "DISC_ACT_NONE", "relu": "DISC_ACT_RELU", "relu6": "DISC_ACT_RELU6"}
 _NEGATIVE = "Computed output size would be negative: {0} [input_size: {1}]"
 _IN_DEPTH = "input depth must be evenly divisible by filter depth: {0} vs {1}"
 _OUT_DEPTH = "output depth must be evenly divisible by number of groups: {0} vs {1}"
@@ -87,6 +90,11 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     out += _pad_lines("w", xd[2], od[2], kw, sw, dw, a["padding"], pl, pr, msg)
     if a.get("grouped"):
         out += _group_lines(xd[3], f_depth, od[3], where)
+    vectors = iter(op.operands[2:])
+    for field in ("scale", "shift"):
+        if a.get(field):
+            out.append(f"    w.{field} = {ptr[next(vectors)]};")
+    out.append(f"    w.activation = {_ACTIVATIONS[a.get('activation', 'none')]};")
     out += [f"    w.input = {ptr[x]}; w.filter = {filt}; w.output = {ptr[op.result]};",
             "    if (rt->window(rt->ctx, &w)) return 1;"]
     for name in a.get("frees", []):
