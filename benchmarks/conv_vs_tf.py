@@ -7,7 +7,11 @@ remapper turns into _FusedConv2D for TF and we cluster) in one process,
 interleaved (medians): stock TF is traced and optimized before
 blade_disc_tf is enabled.
 
-    python benchmarks/conv_vs_tf.py [--repeats 9] [--batch 1 8] [--image 64 224]
+    python benchmarks/conv_vs_tf.py [--repeats 9] [--batch 1 8] [--image 64 224] [--ab]
+
+--ab also times our convolutions with the direct kernel switched off
+(DISC_CONV_DIRECT=0: im2col panels + GEMM, the path before
+runtime/conv_direct.cc), interleaved with the other two.
 """
 import argparse
 import os
@@ -46,12 +50,24 @@ def body(stride: int, depthwise: bool):
     return fn
 
 
+def im2col(fn, *args):
+    """fn(*args) with the direct convolution kernel switched off (the runtime
+    reads DISC_CONV_DIRECT on every call)."""
+    os.environ["DISC_CONV_DIRECT"] = "0"
+    try:
+        return fn(*args)
+    finally:
+        del os.environ["DISC_CONV_DIRECT"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--image", type=int, nargs="+", default=[64, 224])
     parser.add_argument("--only", default="", help="substring of layer names to run")
+    parser.add_argument("--ab", action="store_true",
+                        help="also time ours with DISC_CONV_DIRECT=0 (im2col + GEMM)")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     sig = [tf.TensorSpec([None] * 4, tf.float32), tf.TensorSpec([None] * 4, tf.float32),
@@ -83,16 +99,24 @@ def main() -> None:
         want = stock(x, f, b).numpy()
         err = float(np.abs(got - want).max() / max(1.0, np.abs(want).max()))
         flops = 2.0 * np.prod(got.shape) * k * k * (1 if dw else cin)
-        med = interleaved_medians({"tf": lambda: stock(x, f, b), "disc": lambda: ours(x, f, b)},
-                                  args.repeats, inner=3)
+        modes = {"tf": lambda: stock(x, f, b), "disc": lambda: ours(x, f, b)}
+        if args.ab:
+            modes["im2col"] = lambda: im2col(ours, x, f, b)
+        med = interleaved_medians(modes, args.repeats, inner=3)
         ratios.append(med["disc"] / med["tf"])
-        rows.append({"layer": name, "batch": batch, "in_hw": hw, "tf_ms": med["tf"] * 1e3,
-                     "disc_ms": med["disc"] * 1e3, "disc_GF/s": flops / med["disc"] / 1e9,
-                     "disc/tf time": ratios[-1], "first_call_s": first, "max_rel_err": err})
+        row = {"layer": name, "batch": batch, "in_hw": hw, "tf_ms": med["tf"] * 1e3,
+               "disc_ms": med["disc"] * 1e3, "disc_GF/s": flops / med["disc"] / 1e9,
+               "disc/tf time": ratios[-1]}
+        if args.ab:
+            row["im2col/tf time"] = med["im2col"] / med["tf"]
+        rows.append({**row, "first_call_s": first, "max_rel_err": err})
     print_table("Conv + bias + relu medians (ratio < 1.10 is the goal)", rows)
     if ratios:
         print(f"\ngeometric mean disc/tf time: {float(np.exp(np.mean(np.log(ratios)))):.3f}"
               f"   worst: {max(ratios):.3f}")
+    if args.ab and rows:
+        ab = [r["im2col/tf time"] for r in rows]
+        print(f"geometric mean im2col/tf time: {float(np.exp(np.mean(np.log(ab)))):.3f}")
     stats = disc.stats()["clusters"]
     print("clusters:", {k[:24]: {c: v[c] for c in ("compiles", "fallbacks")}
                         for k, v in stats.items()})

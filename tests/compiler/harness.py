@@ -30,7 +30,7 @@ Gemm = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.
 # Version 3 appended `window` (convolutions/pooling); the harness has none:
 # a library that calls it gets an error, the others run as before.
 Window = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 
 class DiscRuntime(ctypes.Structure):

@@ -86,6 +86,91 @@ def test_fused_conv_bias_relu_and_batch_norm(disc):
     _run(disc, fn, specs, cases)
 
 
+@pytest.mark.parametrize("path", ["0", "1"])
+@pytest.mark.parametrize("padding,k,strides,dil,cin,cout", [
+    ("SAME", (3, 3), 1, 1, 8, 64), ("SAME", (7, 7), 2, 1, 3, 70), ("VALID", (3, 2), 2, 1, 5, 16),
+    ([[0, 0], [1, 2], [0, 3], [0, 0]], (3, 3), 1, 1, 4, 21), ("SAME", (3, 3), 1, (1, 2), 6, 33),
+    ("VALID", (1, 1), 2, 1, 7, 130), ("SAME", (1, 1), 1, 1, 9, 48)])
+def test_conv2d_direct_and_gemm_paths(disc, monkeypatch, path, padding, k, strides, dil, cin,
+                                      cout):
+    """The direct kernel (runtime/conv_direct.cc) and the im2col GEMM, each
+    forced by DISC_CONV_DIRECT, on outputs wide enough for full register
+    tiles plus ragged pixel and channel tails."""
+    monkeypatch.setenv("DISC_CONV_DIRECT", path)
+
+    def fn(x, f):
+        return tf.nn.conv2d(x, f, strides, padding, dilations=dil)
+    images = [(1, 19, 23), (2, 14, 9), (1, 5, 31), (3, 8, 8)]
+    _run(disc, fn, [_spec(4), _spec(4)], _conv_cases(images, *k, cin, cout))
+
+
+@pytest.mark.parametrize("padding,k,strides", [("SAME", (3, 3), 1), ("VALID", (1, 1), 1),
+                                               ("VALID", (3, 2), 2), ("SAME", (1, 1), 2)])
+def test_grouped_conv2d(disc, padding, k, strides):
+    """Input depth a multiple of the filter's: TF's grouped convolution, the
+    group count (1, 2, 3, 4) changing from call to call under one compile."""
+    def fn(x, f):
+        return tf.nn.conv2d(x, f, strides, padding)
+    cases = []
+    for i, ((n, h, w), groups, cg, og) in enumerate(
+            [((1, 9, 9), 2, 3, 2), ((2, 6, 11), 3, 2, 4), ((1, 12, 5), 1, 4, 3),
+             ((1, 16, 16), 4, 8, 16), ((2, 5, 7), 2, 1, 1)]):
+        cases.append([_rand((n, h, w, groups * cg), i), _rand((*k, cg, groups * og), 30 + i)])
+    _run(disc, fn, [_spec(4), _spec(4)], cases)
+
+
+def test_grouped_conv2d_errors_are_tf_errors(disc):
+    disc.enable(min_cluster_size=1)
+
+    @tf.function(input_signature=[_spec(4), _spec(4)])
+    def conv(x, f):
+        return tf.nn.conv2d(x, f, 1, "SAME")
+    for f_shape, msg in [((3, 3, 3, 6), "input depth must be evenly divisible by filter depth: 4 vs 3"),
+                         ((3, 3, 2, 5), "output depth must be evenly divisible by number of "
+                                        "groups: 5 vs 2")]:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=msg):
+            conv(_rand((1, 4, 4, 4), 0), _rand(f_shape, 1))
+    st = disc.stats()
+    assert total(st, "fallbacks") == 0 and total(st, "compiles") == 1, st
+
+
+@pytest.mark.parametrize("path", ["0", "1"])
+@pytest.mark.parametrize("act", [tf.nn.relu, tf.nn.relu6, tf.nn.elu, None])
+def test_fused_epilogues(disc, monkeypatch, path, act):
+    """Conv / depthwise + bias or batch norm (+ activation), which the
+    remapper fuses and we apply as the window's epilogue (relu, relu6) or as
+    elementwise ops (elu), on both convolution paths."""
+    monkeypatch.setenv("DISC_CONV_DIRECT", path)
+
+    def fn(x, f, d, b, s, o, m, v):
+        y = tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b)
+        z = tf.raw_ops.FusedBatchNormV3(x=tf.nn.conv2d(x, f, 2, "VALID"), scale=s, offset=o,
+                                         mean=m, variance=v, epsilon=1e-3, is_training=False)[0]
+        w = tf.nn.bias_add(tf.nn.depthwise_conv2d(x, d, [1, 1, 1, 1], "SAME"), b[:4])
+        return (y, z, w) if act is None else (act(y), act(z), act(w))
+    specs = [_spec(4)] * 3 + [_spec(1)] * 5
+    cases = []
+    for i, (n, h, w) in enumerate([(1, 9, 13), (2, 6, 5), (1, 3, 17)]):
+        vec = [_rand((20,), 90 + 5 * i + j) for j in range(5)]
+        cases.append([_rand((n, h, w, 4), i), _rand((3, 3, 4, 20), 40 + i),
+                      _rand((3, 3, 4, 1), 60 + i), *vec[:4], np.abs(vec[4]) + 0.1])
+    _run(disc, fn, specs, cases)
+
+
+def test_bias_relu_is_the_window_epilogue(disc, tmp_path):
+    """Grappler's _FusedConv2D(BiasAdd, Relu) reaches the runtime as one
+    window call with the bias and DISC_ACT_RELU (no loop over its output)."""
+    disc.enable(min_cluster_size=1, dump_dir=str(tmp_path))
+
+    @tf.function(input_signature=[_spec(4), _spec(4), _spec(1)])
+    def fn(x, f, b):
+        return tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b))
+    x, f, b = _rand((1, 6, 7, 3), 0), _rand((3, 3, 3, 8), 1), _rand((8,), 2)
+    _close(fn(x, f, b), tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b)), 1e-4)
+    sources = "".join(p.read_text() for p in tmp_path.rglob("*.cc"))
+    assert "w.activation = DISC_ACT_RELU;" in sources and "w.shift = " in sources
+
+
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])
 @pytest.mark.parametrize("mult,strides,dil", [(1, 1, 1), (1, 2, 1), (2, 1, 1), (1, 1, 2)])
 def test_depthwise(disc, padding, mult, strides, dil):

@@ -27,8 +27,9 @@
 extern "C" {
 #endif
 
-/* Version 2 appended `gemm` to DiscRuntime, version 3 `window`. */
-#define DISC_ABI_VERSION 3
+/* Version 2 appended `gemm` to DiscRuntime, version 3 `window`, version 4
+ * `groups` and the epilogue (scale, shift, activation) to DiscWindowArgs. */
+#define DISC_ABI_VERSION 4
 #define DISC_MAX_RANK 8
 
 /* TF error codes used by generated code (values of tensorflow::error::Code). */
@@ -53,16 +54,27 @@ typedef struct DiscBuffer {
 } DiscBuffer;
 
 /* Kinds of rt->window (ABI version 3). */
-#define DISC_WINDOW_CONV 0      /* filter HWIO [k_h, k_w, in_c, out_c] */
+#define DISC_WINDOW_CONV 0      /* filter HWIO [k_h, k_w, in_c / groups, out_c] */
 #define DISC_WINDOW_DEPTHWISE 1 /* filter [k_h, k_w, in_c, out_c / in_c] */
 #define DISC_WINDOW_MAX_POOL 2  /* no filter; out_c == in_c; padding ignored */
 #define DISC_WINDOW_AVG_POOL 3  /* mean over the window's in-bounds elements */
+
+/* Activations of a convolution's epilogue (ABI version 4). */
+#define DISC_ACT_NONE 0
+#define DISC_ACT_RELU 1  /* max(x, 0), NaN kept */
+#define DISC_ACT_RELU6 2 /* min(max(x, 0), 6), NaN kept */
 
 /* One windowed op over a dense NHWC input [batch, in_h, in_w, in_c] into a
  * dense NHWC output [batch, out_h, out_w, out_c].  Output pixel (y, x) reads
  * input rows y * stride_h - pad_top + i * dilation_h (i < k_h), likewise
  * columns; positions outside the input are zero padding (convolutions) or
- * skipped (pooling).  dtype is a DISC_DTYPE_*. */
+ * skipped (pooling).  dtype is a DISC_DTYPE_*.  groups (ABI version 4;
+ * DISC_WINDOW_CONV only, 0 reads as 1): grouped convolution, output channel
+ * o reads input channels [g * in_c / groups, (g + 1) * in_c / groups) with
+ * g = o / (out_c / groups); both channel counts divide by groups.
+ * Epilogue (ABI version 4; convolutions only): every output element of
+ * channel o becomes act(v * scale[o] + shift[o]), scale and shift being
+ * out_c-vectors of dtype or NULL (1 and 0), act a DISC_ACT_*. */
 typedef struct DiscWindowArgs {
   int32_t kind, dtype;
   int64_t batch, in_h, in_w, in_c;
@@ -72,6 +84,10 @@ typedef struct DiscWindowArgs {
   const void* input;
   const void* filter;
   void* output;
+  int64_t groups;
+  const void* scale;
+  const void* shift;
+  int32_t activation;
 } DiscWindowArgs;
 
 typedef void (*DiscParallelFn)(void* closure, int64_t begin, int64_t end);

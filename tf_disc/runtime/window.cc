@@ -1,106 +1,126 @@
 #include "tf_disc/runtime/window.h"
 
+#include "tf_disc/runtime/conv_direct.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <new>
+#include <type_traits>
 
 namespace tf_disc {
 namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// First and one-past-last kernel tap i with 0 <= base + i * dil < limit.
-inline void TapRange(int64_t base, int64_t dil, int64_t taps, int64_t limit, int64_t* lo,
-                     int64_t* hi) {
-  *lo = base >= 0 ? 0 : CeilDiv(-base, dil);
-  *hi = base >= limit ? 0 : std::min(taps, CeilDiv(limit - base, dil));
-  if (*hi < *lo) *hi = *lo;
-}
-
-// Rows [r0, r1) of the patch matrix (row = output pixel n*oh*ow + y*ow + x,
-// columns = (i, j, c) in HWIO filter order) into buf with row stride k.
+// Rows [r0, r1) of group g's patch matrix (row = output pixel n*oh*ow +
+// y*ow + x, columns = (i, j, c) in HWIO filter order over the group's cg
+// input channels) into buf with row stride k.
 template <typename T>
-void Im2Col(const DiscWindowArgs& w, int64_t r0, int64_t r1, T* buf) {
-  const T* in = static_cast<const T*>(w.input);
-  const int64_t k = w.k_h * w.k_w * w.in_c;
+void Im2Col(const DiscWindowArgs& w, int64_t cg, int64_t g, int64_t r0, int64_t r1, T* buf) {
+  const T* in = static_cast<const T*>(w.input) + g * cg;
+  const int64_t k = w.k_h * w.k_w * cg, ic = w.in_c;
   for (int64_t r = r0; r < r1; ++r) {
     const int64_t x = r % w.out_w, y = (r / w.out_w) % w.out_h, n = r / (w.out_w * w.out_h);
     T* row = buf + (r - r0) * k;
     for (int64_t i = 0; i < w.k_h; ++i) {
       const int64_t iy = y * w.stride_h - w.pad_top + i * w.dilation_h;
-      T* seg = row + i * w.k_w * w.in_c;
+      T* seg = row + i * w.k_w * cg;
       if (iy < 0 || iy >= w.in_h) {
-        std::fill(seg, seg + w.k_w * w.in_c, T(0));
+        std::fill(seg, seg + w.k_w * cg, T(0));
         continue;
       }
-      const T* src = in + ((n * w.in_h + iy) * w.in_w) * w.in_c;
+      const T* src = in + ((n * w.in_h + iy) * w.in_w) * ic;
       const int64_t bx = x * w.stride_w - w.pad_left;
-      if (w.dilation_w == 1 && bx >= 0 && bx + w.k_w <= w.in_w) {
-        std::copy(src + bx * w.in_c, src + (bx + w.k_w) * w.in_c, seg);
+      if (cg == ic && w.dilation_w == 1 && bx >= 0 && bx + w.k_w <= w.in_w) {
+        std::copy(src + bx * ic, src + (bx + w.k_w) * ic, seg);
         continue;
       }
       for (int64_t j = 0; j < w.k_w; ++j) {
         const int64_t ix = bx + j * w.dilation_w;
-        T* dst = seg + j * w.in_c;
+        T* dst = seg + j * cg;
         if (ix < 0 || ix >= w.in_w) {
-          std::fill(dst, dst + w.in_c, T(0));
+          std::fill(dst, dst + cg, T(0));
         } else {
-          std::copy(src + ix * w.in_c, src + (ix + 1) * w.in_c, dst);
+          std::copy(src + ix * ic, src + ix * ic + cg, dst);
         }
       }
     }
   }
 }
 
-GemmArgs ConvGemm(const DiscWindowArgs& w, int64_t m, const void* a, void* c) {
-  const int64_t k = w.k_h * w.k_w * w.in_c;
-  return GemmArgs{w.dtype, false, false, 1, m, w.out_c, k, a, k, 0,
+// Group g's product: m patch rows (row stride lda) x the filter's columns
+// of the group into the output rows starting at c (group offset added).
+GemmArgs ConvGemm(const DiscWindowArgs& w, int64_t groups, int64_t m, const void* a,
+                  int64_t lda, void* c) {
+  const int64_t cg = w.in_c / groups, og = w.out_c / groups;
+  return GemmArgs{w.dtype, false, false, 1, m, og, w.k_h * w.k_w * cg, a, lda, 0,
                   w.filter, w.out_c, 0, c, w.out_c, 0};
 }
 
-// Convolution as GEMMs: a 1x1/stride-1/unpadded one reads the input as the
-// patch matrix; otherwise each task builds patch panels of `panel` rows (up
-// to 512 KB, L2-resident, and enough of them to balance the threads) and
-// multiplies them single-threaded.
+// The epilogue over the whole output, for paths whose GEMM wrote it all.
+template <typename T>
+bool EpiloguePass(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& parallel_for) {
+  if (!HasEpilogue(w)) return true;
+  T* out = static_cast<T*>(w.output);
+  const int64_t rows = w.batch * w.out_h * w.out_w;
+  auto run = [&](int64_t b, int64_t e) {
+    ApplyEpilogue(w, out + b * w.out_c, w.out_c, e - b, 0, w.out_c);
+  };
+  if (num_threads <= 1 || rows * w.out_c < 100000) {
+    run(0, rows);
+  } else {
+    parallel_for(rows, w.out_c, run);
+  }
+  return true;
+}
+
+// Convolution as GEMMs (groups as a batch of GEMMs over channel slices): a
+// 1x1/stride-1/unpadded one reads the input as the patch matrix; otherwise
+// each task builds patch panels of `panel` rows (up to 512 KB, L2-resident,
+// and enough of them to balance the threads) and multiplies them
+// single-threaded.
 template <typename T>
 bool Conv(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
           const GemmParallelFor& parallel_for, std::string* error) {
+  const int64_t groups = std::max<int64_t>(1, w.groups);
+  const int64_t cg = w.in_c / groups, og = w.out_c / groups;
   const int64_t rows = w.batch * w.out_h * w.out_w;
-  const int64_t k = w.k_h * w.k_w * w.in_c;
+  const int64_t k = w.k_h * w.k_w * cg;
   T* out = static_cast<T*>(w.output);
   if (w.k_h == 1 && w.k_w == 1 && w.stride_h == 1 && w.stride_w == 1 && w.pad_top == 0 &&
       w.pad_left == 0 && w.out_h == w.in_h && w.out_w == w.in_w) {
-    return RunGemm(ConvGemm(w, rows, w.input, out), num_threads, eigen_pool, parallel_for,
-                   error);
+    GemmArgs g = ConvGemm(w, groups, rows, w.input, w.in_c, out);
+    g.batch = groups;
+    g.stride_a = cg;
+    g.stride_b = g.stride_c = og;
+    return RunGemm(g, num_threads, eigen_pool, parallel_for, error) &&
+           EpiloguePass<T>(w, num_threads, parallel_for);
   }
   const int64_t panel = std::max<int64_t>(
       32, std::min<int64_t>(512, (int64_t(512) * 1024 / sizeof(T) / std::max<int64_t>(k, 1))
                                      / 16 * 16));
   const int64_t panels = CeilDiv(rows, panel);
-  // Few rows (deep layers, small images): one patch matrix and the threaded
-  // GEMM, which packs the filter once instead of once per panel.
+  // Few rows (deep layers, small images): one patch matrix per group and
+  // the threaded GEMM, which packs the filter once instead of once per panel.
   if (num_threads > 1 && panels < 2 * num_threads) {
-    std::unique_ptr<T[]> buf(new (std::nothrow) T[rows * k]);
+    std::unique_ptr<T[]> buf(new (std::nothrow) T[groups * rows * k]);
     if (!buf) {
       *error = "conv2d: out of memory for the patch matrix";
       return false;
     }
-    Im2Col<T>(w, 0, rows, buf.get());
-    return RunGemm(ConvGemm(w, rows, buf.get(), out), num_threads, eigen_pool, parallel_for,
-                   error);
+    for (int64_t g = 0; g < groups; ++g) Im2Col<T>(w, cg, g, 0, rows, buf.get() + g * rows * k);
+    GemmArgs g = ConvGemm(w, groups, rows, buf.get(), k, out);
+    g.batch = groups;
+    g.stride_a = rows * k;
+    g.stride_b = g.stride_c = og;
+    return RunGemm(g, num_threads, eigen_pool, parallel_for, error) &&
+           EpiloguePass<T>(w, num_threads, parallel_for);
   }
-  // Few panels (small images, deep layers): split the output channels too,
-  // so every thread has work (each column block rebuilds its panel).
-  int64_t col_blocks = 1;
-  if (num_threads > 1 && panels < 2 * num_threads) {
-    col_blocks = std::min(CeilDiv(2 * num_threads, panels), std::max<int64_t>(1, w.out_c / 64));
-  }
-  const int64_t cstep = std::min(w.out_c, CeilDiv(CeilDiv(w.out_c, col_blocks), 16) * 16);
-  col_blocks = CeilDiv(w.out_c, cstep);
-  const int64_t tasks = panels * col_blocks;
+  // Tasks = (panel, group); each builds its panel and multiplies it.
+  const int64_t tasks = panels * groups;
   std::atomic<bool> ok{true};
   auto run = [&](int64_t begin, int64_t end) {
     std::unique_ptr<T[]> buf(new (std::nothrow) T[panel * k]);
@@ -108,20 +128,15 @@ bool Conv(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
       ok = false;
       return;
     }
-    int64_t built = -1;
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t p = t / col_blocks, cb = t % col_blocks;
+      const int64_t p = t / groups, g = t % groups;
       const int64_t r0 = p * panel, r1 = std::min(rows, r0 + panel);
-      if (built != p) {
-        Im2Col<T>(w, r0, r1, buf.get());
-        built = p;
-      }
-      const int64_t c0 = cb * cstep, c1 = std::min(w.out_c, c0 + cstep);
-      GemmArgs g = ConvGemm(w, r1 - r0, buf.get(), out + r0 * w.out_c + c0);
-      g.n = c1 - c0;
-      g.b = static_cast<const T*>(w.filter) + c0;
+      Im2Col<T>(w, cg, g, r0, r1, buf.get());
+      GemmArgs a = ConvGemm(w, groups, r1 - r0, buf.get(), k, out + r0 * w.out_c + g * og);
+      a.b = static_cast<const T*>(w.filter) + g * og;
       std::string err;
-      if (!RunGemm(g, 1, nullptr, parallel_for, &err)) ok = false;
+      if (!RunGemm(a, 1, nullptr, parallel_for, &err)) ok = false;
+      ApplyEpilogue(w, out + r0 * w.out_c + g * og, w.out_c, r1 - r0, g * og, (g + 1) * og);
     }
   };
   const double flops = 2.0 * rows * k * w.out_c;
@@ -178,7 +193,19 @@ void DirectRows(const DiscWindowArgs& w, int64_t begin, int64_t end) {
         const T inv = T(1) / T((i1 - i0) * (j1 - j0));
         for (int64_t c = 0; c < oc; ++c) acc[c] *= inv;
       }
+      if (w.kind == DISC_WINDOW_DEPTHWISE) ApplyEpilogue(w, acc, oc, 1, 0, oc);
     }
+  }
+}
+
+// Rows of a depthwise convolution or pooling: the register-blocked float
+// depthwise kernel (conv_direct.cc) where it applies, else DirectRows.
+template <typename T>
+void WindowRows(const DiscWindowArgs& w, int64_t begin, int64_t end) {
+  if (std::is_same<T, float>::value && w.kind == DISC_WINDOW_DEPTHWISE && w.out_c == w.in_c) {
+    DepthwiseRowsF32(w, begin, end);
+  } else {
+    DirectRows<T>(w, begin, end);
   }
 }
 
@@ -189,10 +216,10 @@ bool Run(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
   const int64_t rows = w.batch * w.out_h;
   const double cost = 2.0 * w.out_w * w.out_c * w.k_h * w.k_w / 4 + 1;  // ~4 flop/cycle
   if (num_threads <= 1 || rows * cost < 20000) {
-    DirectRows<T>(w, 0, rows);
+    WindowRows<T>(w, 0, rows);
   } else {
     parallel_for(rows, static_cast<int64_t>(cost),
-                 [&w](int64_t b, int64_t e) { DirectRows<T>(w, b, e); });
+                 [&w](int64_t b, int64_t e) { WindowRows<T>(w, b, e); });
   }
   return true;
 }
@@ -215,6 +242,17 @@ bool Check(const DiscWindowArgs& w, std::string* error) {
     *error = "window: unknown kind " + std::to_string(w.kind);
     return false;
   }
+  const int64_t groups = w.groups == 0 ? 1 : w.groups;
+  if (groups < 1 || (groups > 1 && w.kind != DISC_WINDOW_CONV) || w.in_c % groups != 0 ||
+      w.out_c % groups != 0) {
+    *error = "window: groups " + std::to_string(w.groups) + " do not divide the channels";
+    return false;
+  }
+  if (w.activation < DISC_ACT_NONE || w.activation > DISC_ACT_RELU6 ||
+      (pool && HasEpilogue(w))) {
+    *error = "window: bad epilogue (activation " + std::to_string(w.activation) + ")";
+    return false;
+  }
   if ((pool && w.out_c != w.in_c) ||
       (w.kind == DISC_WINDOW_DEPTHWISE && (w.in_c == 0 || w.out_c % w.in_c != 0))) {
     *error = "window: channel counts do not match the kind";
@@ -234,6 +272,7 @@ bool RunWindow(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
                const GemmParallelFor& parallel_for, std::string* error) {
   if (!Check(w, error)) return false;
   if (w.batch * w.out_h * w.out_w * w.out_c == 0) return true;
+  if (UseDirectConv(w)) return RunDirectConv(w, num_threads, parallel_for, error);
   switch (w.dtype) {
     case DISC_DTYPE_FLOAT:
       return Run<float>(w, num_threads, eigen_pool, parallel_for, error);

@@ -1,6 +1,8 @@
-// Windowed NHWC ops behind DiscRuntime::window (disc_abi.h): Conv2D (im2col
-// panels + the Eigen GEMM of gemm.cc), depthwise convolution and max/avg
-// pooling (direct loops vectorized over channels).
+// Windowed NHWC ops behind DiscRuntime::window (disc_abi.h): Conv2D (the
+// direct float kernel of conv_direct.cc; im2col panels + the Eigen GEMM of
+// gemm.cc for doubles, groups and plain 1x1s), depthwise convolution and
+// max/avg pooling (direct loops vectorized over channels), and the
+// convolutions' per-channel scale/shift/activation epilogue.
 //
 // Like gemm.cc this file holds no TF headers and is compiled with -O3
 // -march=native; threading stays with the caller's parallel_for (TF's

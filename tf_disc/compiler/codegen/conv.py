@@ -5,7 +5,10 @@ IR attrs: kind (ops/nn_conv.WINDOW_KINDS), padding SAME|VALID|EXPLICIT,
 pads [top, bottom, left, right] (EXPLICIT), strides/dilations [h, w], ksize
 [h, w] dims (the filter's for convolutions); operands x (NHWC) and, for
 convolutions, the filter.  SAME puts the smaller half of the padding on top
-and left, as TF does."""
+and left, as TF does.  grouped: the group count is the input depth over
+the filter's, checked as TF's Conv2D does (divisible depths).  Epilogue
+attrs scale / shift (bools: the next operands are those [C] vectors) and
+activation (none|relu|relu6)."""
 from __future__ import annotations
 
 from ..errors import template_text
@@ -14,7 +17,32 @@ from .cstr import c_string
 
 _KINDS = {"conv": "DISC_WINDOW_CONV", "depthwise": "DISC_WINDOW_DEPTHWISE",
           "max_pool": "DISC_WINDOW_MAX_POOL", "avg_pool": "DISC_WINDOW_AVG_POOL"}
+_ACTIVATIONS = {"none": "DISC_ACT_NONE", "relu": "DISC_ACT_RELU", "relu6": "DISC_ACT_RELU6"}
 _NEGATIVE = "Computed output size would be negative: {0} [input_size: {1}]"
+_IN_DEPTH = "input depth must be evenly divisible by filter depth: {0} vs {1}"
+_OUT_DEPTH = "output depth must be evenly divisible by number of groups: {0} vs {1}"
+
+
+def _fail_unless(cond: str, tmpl: str, a: str, b: str, where: str) -> list[str]:
+    """Returns TF's InvalidArgument (tmpl filled with a, b) unless cond."""
+    msg = c_string(tmpl + where)
+    return [f"    if (!({cond})) {{",
+            "      char a[32], b[32];",
+            f'      snprintf(a, sizeof a, "%lld", (long long)({a}));',
+            f'      snprintf(b, sizeof b, "%lld", (long long)({b}));',
+            f"      return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, {msg}, a, b);",
+            "    }"]
+
+
+def _group_lines(in_c: str, f_depth: str, out_c: str, where: str) -> list[str]:
+    """Sets w.groups = in_c / f_depth after TF's two divisibility checks."""
+    return (["    {  // grouped convolution",
+             f"    const int64_t fd = {f_depth};"]
+            + _fail_unless(f"fd > 0 && ({in_c}) % fd == 0", _IN_DEPTH, in_c, "fd", where)
+            + [f"    const int64_t groups = ({in_c}) / fd;"]
+            + _fail_unless(f"({out_c}) % groups == 0 && ({out_c}) >= groups", _OUT_DEPTH, out_c,
+                           "groups", where)
+            + ["    w.groups = groups; }"])
 
 
 def _pad_lines(axis: str, size: str, out: str, k: str, stride: int, dil: int,
@@ -43,11 +71,13 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     xd = [dn(d) for d in x.shape]
     od = [dn(d) for d in op.result.shape]
     kh, kw = (dn(d) for d in a["ksize"])
+    f_depth = dn(op.operands[1].shape[2]) if a.get("grouped") else ""
     out = list(dn.lines)
     dn.lines = []
     (sh, sw), (dh, dw) = a["strides"], a["dilations"]
     pt, pb, pl, pr = a["pads"]
-    msg = c_string(_NEGATIVE + template_text(f" (node '{a['node']}', op {a['op']})"))
+    where = template_text(f" (node '{a['node']}', op {a['op']})")
+    msg = c_string(_NEGATIVE + where)
     filt = ptr[op.operands[1]] if len(op.operands) > 1 else "nullptr"
     out += [f"  {{  // window {k}: {a['kind']} {op.result.name}",
             "    DiscWindowArgs w = {};",
@@ -58,6 +88,13 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
             f"    w.dilation_h = {dh}; w.dilation_w = {dw};"]
     out += _pad_lines("h", xd[1], od[1], kh, sh, dh, a["padding"], pt, pb, msg)
     out += _pad_lines("w", xd[2], od[2], kw, sw, dw, a["padding"], pl, pr, msg)
+    if a.get("grouped"):
+        out += _group_lines(xd[3], f_depth, od[3], where)
+    vectors = iter(op.operands[2:])
+    for field in ("scale", "shift"):
+        if a.get(field):
+            out.append(f"    w.{field} = {ptr[next(vectors)]};")
+    out.append(f"    w.activation = {_ACTIVATIONS[a.get('activation', 'none')]};")
     out += [f"    w.input = {ptr[x]}; w.filter = {filt}; w.output = {ptr[op.result]};",
             "    if (rt->window(rt->ctx, &w)) return 1;"]
     for name in a.get("frees", []):
