@@ -40,18 +40,26 @@ def _with_env(name: str, value: str, fn):
 
 
 def cases(tokens: int, batch: int):
-    """(name, fn, shapes of the inputs)."""
+    """(name, fn, A's shape, B's shape): the model's GEMMs (also used by
+    benchmarks/bf16_fast_math.py)."""
     seq = tokens // batch
     mm = lambda a, b: tf.matmul(a, b)  # noqa: E731
     mm_t = lambda a, b: tf.matmul(a, b, transpose_b=True)  # noqa: E731
+    return [
+        ("qkv/out proj [T,768]x[768,768]", mm, (tokens, 768), (768, 768)),
+        ("ffn up [T,768]x[768,3072]", mm, (tokens, 768), (768, 3072)),
+        ("ffn down [T,3072]x[3072,768]", mm, (tokens, 3072), (3072, 768)),
+        ("scores [B,12,S,64]x[B,12,S,64]^T", mm_t, (batch, 12, seq, 64), (batch, 12, seq, 64)),
+        ("context [B,12,S,S]x[B,12,S,64]", mm, (batch, 12, seq, seq), (batch, 12, seq, 64)),
+    ]
+
+
+def epilogue_cases(tokens: int):
+    """(name, fn, input shapes): GEMMs whose bias/activation/residual run as
+    the GEMM's epilogue."""
     gelu = lambda a, b, bias: tf.nn.gelu(tf.matmul(a, b) + bias, approximate=True)  # noqa: E731
     resid = lambda a, b, bias, r: tf.matmul(a, b) + bias + r  # noqa: E731
     return [
-        ("qkv/out proj [T,768]x[768,768]", mm, [(tokens, 768), (768, 768)]),
-        ("ffn up [T,768]x[768,3072]", mm, [(tokens, 768), (768, 3072)]),
-        ("ffn down [T,3072]x[3072,768]", mm, [(tokens, 3072), (3072, 768)]),
-        ("scores [B,12,S,64]x[B,12,S,64]^T", mm_t, [(batch, 12, seq, 64), (batch, 12, seq, 64)]),
-        ("context [B,12,S,S]x[B,12,S,64]", mm, [(batch, 12, seq, seq), (batch, 12, seq, 64)]),
         ("ffn up+bias+gelu (epilogue)", gelu, [(tokens, 768), (768, 3072), (3072,)]),
         ("out proj+bias+residual (epilogue)", resid,
          [(tokens, 768), (768, 768), (768,), (tokens, 768)]),
@@ -66,7 +74,8 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     specs = []
-    for name, fn, shapes in cases(args.tokens, args.batch):
+    all_cases = [(name, fn, [sa, sb]) for name, fn, sa, sb in cases(args.tokens, args.batch)]
+    for name, fn, shapes in all_cases + epilogue_cases(args.tokens):
         xs = [tf.constant(rng.standard_normal(s).astype(np.float32)) for s in shapes]
         sig = [tf.TensorSpec([None] * len(s), tf.float32) for s in shapes]
         stock = tf.function(fn, input_signature=sig)

@@ -58,3 +58,21 @@ def test_batched_static_weights_relu(disc):
     stats = disc.stats()
     assert total(stats, "fallbacks") == 0, stats
     assert total(stats, "compiles") == 1, stats
+
+
+def test_bf16_fast_math_still_runs_the_epilogue(disc):
+    """fast_math="bf16": the bf16 kernel runs no epilogue itself; the
+    runtime then applies it as a pass (ReLU of -|x| - 1 is 0 only if it ran)."""
+    disc.set_options(fast_math="bf16")
+    try:
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)] * 2)
+        def f(x, w):
+            return tf.nn.relu(-tf.abs(tf.matmul(x, w)) - 1.0) + 2.0
+
+        for i, (m, k, n) in enumerate([(64, 96, 200), (16, 32, 64), (1, 8, 3), (300, 64, 100)]):
+            got = f(_rand((m, k), i), _rand((k, n), 5 + i)).numpy()
+            np.testing.assert_array_equal(got, np.full((m, n), 2.0, np.float32))
+        stats = disc.stats()
+        assert total(stats, "fallbacks") == 0, stats
+    finally:
+        disc.set_options(fast_math="")

@@ -14,3 +14,6 @@ class CompileOptions:
     # Refuse to run the system compiler (tests use it to prove cache hits).
     forbid_compile: bool = False
     timeout_s: float = 600
+    # "" or "bf16": precision of float GEMMs (README "Fast math").  A compile
+    # request's own "fast_math" (the key DiscLaunch computed) takes precedence.
+    fast_math: str = ""

@@ -18,6 +18,7 @@ from .errors import CompileError
 from .frontend import lower_graph, parse_function_def
 from .frontend.graph import to_pbtxt
 from .options import CompileOptions
+from .passes.fast_math import apply_fast_math
 from .passes.pipeline import run_pipeline
 
 log = logging.getLogger("blade_disc_tf.compiler")
@@ -33,14 +34,16 @@ def _dump_dir(options: CompileOptions, request: dict) -> str | None:
     return d
 
 
-def compile_to_source(request: dict, fdef: bytes, dump_dir: str | None = None) -> str:
-    """FunctionDef + signature -> C++ source (no system compiler involved)."""
+def compile_to_source(request: dict, fdef: bytes, dump_dir: str | None = None,
+                      fast_math: str = "") -> str:
+    """FunctionDef + signature -> C++ source (no system compiler involved);
+    fast_math "bf16" marks float GEMMs for bf16 (passes/fast_math.py)."""
     graph = parse_function_def(fdef)
     if dump_dir:
         with open(os.path.join(dump_dir, "tf_graph.pbtxt"), "w") as f:
             f.write(to_pbtxt(fdef))
     func = lower_graph(graph, list(request.get("inputs", [])))
-    func = run_pipeline(func, dump_dir)
+    func = apply_fast_math(run_pipeline(func, dump_dir), fast_math)
     source = generate_source(func)
     if dump_dir:
         with open(os.path.join(dump_dir, "kernel.cc"), "w") as f:
@@ -53,7 +56,9 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
     t0 = time.monotonic()
     try:
         dump_dir = _dump_dir(options, request)
-        source = compile_to_source(request, fdef, dump_dir)
+        # The request's mode is the one DiscLaunch put in its cache key.
+        fast_math = request.get("fast_math", options.fast_math) or ""
+        source = compile_to_source(request, fdef, dump_dir, fast_math)
         path, compiled, key = build(
             source, options.cache_dir, options.cxx, tuple(options.extra_cflags),
             options.forbid_compile, options.timeout_s,

@@ -24,7 +24,8 @@ extern "C" {
  *    "key": "<cache key string, as the kernel computed it>",
  *    "inputs": [{"dtype": <tensorflow DataType enum int>, "rank": <int>,
  *                "value": null | [<numbers>, ...]  (flattened, row-major;
- *                                   only for args listed in const_args)}]}
+ *                                   only for args listed in const_args)}],
+ *    "fast_math": "" | "bf16"  (the option when the key was computed)}
  * fdef / fdef_len: the cluster's FunctionDef, serialized deterministically.
  * reply / reply_cap: the callee writes NUL-terminated JSON, truncated to fit:
  *   {"ok": true, "path": "/abs/path/lib.so", "compiled": <bool: the system
@@ -58,7 +59,9 @@ int32_t DiscSetSupportTable(const char* json);
  *    "min_cluster_size": int    (default 2),
  *    "dump_dir": str            (optimizer writes graphs before/after; ""=off),
  *    "async_compile": bool      (run TF fallback while compiling; default false),
- *    "compile_timeout_s": float (default 600)}
+ *    "compile_timeout_s": float (default 600),
+ *    "fast_math": "" | "bf16"  (float GEMMs in bf16; default ""; cache keys
+ *                               then end in "|fast_math=bf16")}
  * Returns 0, or -1 on malformed JSON. */
 int32_t DiscSetOptions(const char* json);
 

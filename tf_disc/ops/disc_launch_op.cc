@@ -82,7 +82,8 @@ class DiscLaunchOp : public AsyncOpKernel {
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     std::string key;
-    std::string reason = BuildKey(ctx, &key);
+    const bool fast_math = FastMathBf16();  // read once: key and request agree
+    std::string reason = BuildKey(ctx, fast_math, &key);
     if (!reason.empty()) {
       stats_->RecordRun(key);
       Fallback(ctx, std::move(done), reason);
@@ -99,9 +100,9 @@ class DiscLaunchOp : public AsyncOpKernel {
     Options options = GetOptions();
     LookupParams params{&function_, &key, stats_, options.async_compile,
                         options.compile_timeout_s};
-    auto make_request = [this, ctx, &key](std::string* request,
-                                          std::string* fdef) {
-      return BuildRequest(ctx, key, request, fdef);
+    auto make_request = [this, ctx, &key, fast_math](std::string* request,
+                                                     std::string* fdef) {
+      return BuildRequest(ctx, key, fast_math, request, fdef);
     };
     // A waiting caller resumes on the compile/timeout thread: hop back onto
     // the device's worker threads before doing real work.
@@ -174,9 +175,11 @@ class DiscLaunchOp : public AsyncOpKernel {
     done();
   }
 
-  // Computes the cache key: input ranks plus values of const args.  Returns a
-  // non-empty fallback reason when the inputs cannot be compiled for.
-  std::string BuildKey(OpKernelContext* ctx, std::string* key) const {
+  // Computes the cache key: input ranks plus values of const args, plus
+  // "|fast_math=bf16" under that option (so an executable built with it is
+  // never run without it, nor the reverse).  Returns a non-empty fallback
+  // reason when the inputs cannot be compiled for.
+  std::string BuildKey(OpKernelContext* ctx, bool fast_math, std::string* key) const {
     key->reserve(32);
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       int rank = ctx->input(i).dims();
@@ -194,6 +197,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       }
       *key += "|" + std::to_string(arg) + "=[" + values + "]";
     }
+    if (fast_math) *key += "|fast_math=bf16";
     return "";
   }
 
@@ -218,7 +222,7 @@ class DiscLaunchOp : public AsyncOpKernel {
     return false;
   }
 
-  absl::Status BuildRequest(OpKernelContext* ctx, const std::string& key,
+  absl::Status BuildRequest(OpKernelContext* ctx, const std::string& key, bool fast_math,
                             std::string* request, std::string* fdef) const {
     // Prefer the body as clustered over the library's Grappler-optimized one.
     if (!LookupClusterFunction(function_, fdef)) {
@@ -253,7 +257,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       }
       r += "}";
     }
-    r += "]}";
+    r += fast_math ? "], \"fast_math\": \"bf16\"}" : "], \"fast_math\": \"\"}";
     return absl::OkStatus();
   }
 

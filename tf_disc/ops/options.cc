@@ -1,5 +1,6 @@
 #include "tf_disc/ops/options.h"
 
+#include <atomic>
 #include <mutex>
 
 #include "tf_disc/ops/json.h"
@@ -17,7 +18,11 @@ Options& MutableOptions() {
   return *options;
 }
 
+std::atomic<bool> fast_math_bf16{false};
+
 }  // namespace
+
+bool FastMathBf16() { return fast_math_bf16.load(std::memory_order_relaxed); }
 
 Options GetOptions() {
   std::lock_guard<std::mutex> lock(OptionsMutex());
@@ -52,6 +57,9 @@ bool UpdateOptionsFromJson(const std::string& text, std::string* error) {
     } else if (key == "compile_timeout_s") {
       ok = v.is_number() && v.as_number() > 0;
       if (ok) next.compile_timeout_s = v.as_number();
+    } else if (key == "fast_math") {
+      ok = v.is_string() && (v.as_string().empty() || v.as_string() == "bf16");
+      if (ok) next.fast_math = v.as_string();
     }
     // Unknown keys are ignored so that newer Python can talk to older C++.
     if (!ok) {
@@ -60,6 +68,7 @@ bool UpdateOptionsFromJson(const std::string& text, std::string* error) {
     }
   }
   MutableOptions() = next;
+  fast_math_bf16.store(next.fast_math == "bf16", std::memory_order_relaxed);
   return true;
 }
 

@@ -12,10 +12,14 @@ struct Options {
   std::string dump_dir;         // "" = no graph dumps
   bool async_compile = false;   // fall back to TF while a key compiles
   double compile_timeout_s = 600;
+  std::string fast_math;        // "" (exact fp32) or "bf16": part of every cache key
 };
 
 // A copy of the current options (cheap; taken under a mutex).
 Options GetOptions();
+
+// Options().fast_math without the copy (read on every DiscLaunch call).
+bool FastMathBf16();
 
 // Applies a JSON object; missing keys keep their value.  Returns false and
 // leaves the options unchanged on malformed JSON or wrongly typed values.

@@ -128,6 +128,8 @@ def compile_launches(graph_def, input_map_fn: Callable[[], dict], compile_option
         else:
             try:
                 rep.key, inputs = _request(graph_def, node, shapes[node.name])
+                if compile_options.fast_math:  # as DiscLaunch's key under that option
+                    rep.key += f"|fast_math={compile_options.fast_math}"
             except LookupError as e:
                 rep.reason = str(e)
         if rep.key is not None:

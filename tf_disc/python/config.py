@@ -10,6 +10,7 @@ variables, and the options `enable()` takes.  Nothing else reads os.environ.
 | DISC_ASYNC_COMPILE       | async_compile      | 0                                |
 | DISC_COMPILE_TIMEOUT_S   | compile_timeout_s  | 600                              |
 | DISC_FORBID_COMPILE      | forbid_compile     | 0 (1: never run the system compiler, e.g. to prove a cache hit) |
+| DISC_FAST_MATH           | fast_math          | "" (off; "bf16": float GEMMs round A and B to bf16, README "Fast math") |
 """
 from __future__ import annotations
 
@@ -27,6 +28,18 @@ def _flag(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
+FAST_MATH_MODES = ("", "bf16")
+
+
+def _fast_math(value: Optional[str]) -> str:
+    """"" (exact fp32) or "bf16"; None, "off", "0", "none" also mean off."""
+    mode = "" if value is None else str(value).strip().lower()
+    mode = "" if mode in ("off", "0", "none", "false", "fp32") else mode
+    if mode not in FAST_MATH_MODES:
+        raise ValueError(f"fast_math must be one of {FAST_MATH_MODES} (or off), not {value!r}")
+    return mode
+
+
 @dataclasses.dataclass(frozen=True)
 class Options:
     """What the optimizer, the kernel and the compiler are told."""
@@ -38,6 +51,11 @@ class Options:
     async_compile: bool = False
     compile_timeout_s: float = 600.0
     forbid_compile: bool = False
+    # Off by default: an executable's GEMM precision is part of its cache key.
+    fast_math: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fast_math", _fast_math(self.fast_math))
 
     def replace(self, **changes: Any) -> "Options":
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
@@ -53,6 +71,7 @@ class Options:
             "dump_dir": self.dump_dir or "",
             "async_compile": bool(self.async_compile),
             "compile_timeout_s": float(self.compile_timeout_s),
+            "fast_math": self.fast_math,
         }
 
 
@@ -67,4 +86,5 @@ def from_environment(env: Optional[Mapping[str, str]] = None) -> Options:
         async_compile=_flag(env.get("DISC_ASYNC_COMPILE", "0")),
         compile_timeout_s=float(env.get("DISC_COMPILE_TIMEOUT_S", "600")),
         forbid_compile=_flag(env.get("DISC_FORBID_COMPILE", "0")),
+        fast_math=env.get("DISC_FAST_MATH", ""),
     )

@@ -42,6 +42,10 @@ extern "C" {
 /* Element types of rt->gemm (values of tensorflow::DataType). */
 #define DISC_DTYPE_FLOAT 1
 #define DISC_DTYPE_DOUBLE 2
+/* OR'ed into a DISC_DTYPE_FLOAT gemm dtype by code compiled with fast_math="bf16":
+ * the runtime may round A and B to bf16 (fp32 accumulation; error bound in
+ * README "Fast math"); it runs the fp32 GEMM where the CPU lacks AVX512_BF16. */
+#define DISC_GEMM_FAST_BF16 0x10000
 
 typedef struct DiscBuffer {
   void* data;

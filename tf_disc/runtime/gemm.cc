@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "tf_disc/runtime/disc_abi.h"
+#include "tf_disc/runtime/gemm_bf16.h"
 
 namespace tf_disc {
 namespace {
@@ -231,6 +232,17 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
 // DISC_GEMM_EPILOGUE=0 (read per call, an A/B switch like DISC_GEMM_SKINNY):
 // the epilogue runs as a second pass over C after the whole GEMM, as an
 // unfused kernel would.
+// The epilogue over all of C as a second pass, rows on the pool.
+void EpiloguePass(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
+  if (g.epilogue == nullptr) return;
+  const int64_t rows = g.batch * g.m;
+  auto pass = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) Epilogue(g, r / g.m, r % g.m, r % g.m + 1, 0, g.n);
+  };
+  if (num_threads <= 1 || rows * g.n < 16384) return pass(0, rows);
+  parallel_for(rows, g.n * 4 + 1, pass);
+}
+
 template <typename T>
 bool EpilogueAfter(const GemmArgs& g, int num_threads, void* eigen_pool,
                    const GemmParallelFor& parallel_for) {
@@ -239,12 +251,7 @@ bool EpilogueAfter(const GemmArgs& g, int num_threads, void* eigen_pool,
   GemmArgs plain = g;
   plain.epilogue = nullptr;
   Run<T>(plain, num_threads, eigen_pool, parallel_for);
-  const int64_t rows = g.batch * g.m;
-  auto pass = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) Epilogue(g, r / g.m, r % g.m, r % g.m + 1, 0, g.n);
-  };
-  if (num_threads <= 1 || rows * g.n < 16384) return pass(0, rows), true;
-  parallel_for(rows, g.n * 4 + 1, pass);
+  EpiloguePass(g, num_threads, parallel_for);
   return true;
 }
 
@@ -319,6 +326,15 @@ bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
       (g.c == nullptr || (g.k > 0 && (g.a == nullptr || g.b == nullptr)))) {
     *error = "gemm: null buffer for a non-empty product";
     return false;
+  }
+  if (g.dtype & DISC_GEMM_FAST_BF16) {  // fast math: bf16 where it runs, else fp32
+    GemmArgs f = g;
+    f.dtype &= ~DISC_GEMM_FAST_BF16;
+    if (RunGemmBf16(f, num_threads, parallel_for)) {  // its kernel runs no epilogue
+      if (f.batch > 0 && f.m > 0 && f.n > 0) EpiloguePass(f, num_threads, parallel_for);
+      return true;
+    }
+    return RunGemm(f, num_threads, eigen_pool, parallel_for, error);
   }
   switch (g.dtype) {
     case DISC_DTYPE_FLOAT:

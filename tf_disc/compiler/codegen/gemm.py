@@ -82,6 +82,13 @@ def _stride(dims: list[str], d: int) -> str:
     return _prod(dims[d + 1:])
 
 
+def _gemm_dtype(op: Op) -> str:
+    """rt->gemm's dtype: the element type, plus the bf16 flag for dots that
+    passes/fast_math.py marked."""
+    dtype = str(op.result.dtype.tf_enum)
+    return f"{dtype} | DISC_GEMM_FAST_BF16" if op.attrs.get("precision") == "bf16" else dtype
+
+
 def emit_dot_with_epilogue(op: Op, dn, ptr: dict[Value, str], k: int, kernel: str,
                            launch: Callable[[Callable[[str], list[str]]], list[str]]
                            ) -> list[str]:
@@ -144,7 +151,7 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
             f"    {arr('bd', bd)}", f"    {arr('sa', sa)}", f"    {arr('sb', sb)}",
             f"    {arr('sc', sc)}",
             f"    const int64_t m = {m}, n = {n}, k = {kk};",
-            f"    if (disc_gemm_batched(rt, {res.dtype.tf_enum}, {int(ta)}, {int(tb)}, {nb}, bd, "
+            f"    if (disc_gemm_batched(rt, {_gemm_dtype(op)}, {int(ta)}, {int(tb)}, {nb}, bd, "
             f"sa, sb, sc, m, n, k, {ptr[lhs]}, {lda}, {ptr[rhs]}, {ldb}, {ptr[res]}, {ldc}, "
             f"sizeof({t}){ep})) return 1;"]
     for name in a.get("frees", []):

@@ -1,0 +1,225 @@
+"""fast_math="bf16": off by default (fp32 results unchanged), the documented
+error bound against float64 over many GEMM shapes, and the option as part of
+every cache key (an executable built with it never serves a run without it).
+
+Bound (README "Fast math"): |C - A B| <= (2^-7 + 2^-15 + k 2^-23) (|A| |B|)."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from blade_disc_tf import config
+from blade_disc_tf.compiler.ir.parser import parse_func
+from blade_disc_tf.compiler.passes.fast_math import apply_fast_math
+from graph_inspection import total
+
+
+def _cpu_has_bf16() -> bool:
+    with open("/proc/cpuinfo") as f:
+        return any(line.startswith("flags") and " avx512_bf16" in line for line in f)
+
+
+HAS_BF16 = _cpu_has_bf16()
+MIN_BF16_ROWS = 16  # gemm_bf16.cc kMinRows: skinnier products keep fp32
+
+
+@pytest.fixture
+def fm(disc):
+    """The disc fixture clustering single GEMMs, fast math switched back off
+    afterwards."""
+    disc.set_options(min_cluster_size=1)
+    yield disc
+    disc.set_options(fast_math="", min_cluster_size=2)
+
+
+def _bound(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
+    return (2.0 ** -7 + 2.0 ** -15 + k * 2.0 ** -23) * (np.abs(a) @ np.abs(b)) + 1e-30
+
+
+def _rel_err(got, a, b):
+    """max |got - A B| / (|A| |B|), in float64."""
+    want = a @ b
+    return float(np.max(np.abs(got - want) / ((np.abs(a) @ np.abs(b)) + 1e-30)))
+
+
+def _matmul_fn(transpose_a=False, transpose_b=False):
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)] * 2)
+    def f(a, b):
+        return tf.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    return f
+
+
+SHAPES = [(1, 1, 1), (1, 7, 33), (1, 300, 64), (3, 17, 5), (16, 16, 16), (16, 31, 1),
+          (17, 33, 31), (40, 257, 100), (64, 129, 48), (96, 768, 70), (200, 3, 513),
+          (128, 1000, 17), (33, 64, 2049), (20, 1537, 40)]
+# (m, k, n): m = 1, odd k (also across the kernel's 768-long k chunks), n % 16 != 0
+
+
+def _operands(rng, m, k, n, ta, tb):
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    return a, b, (a.T.copy() if ta else a), (b.T.copy() if tb else b)
+
+
+def test_option_off_by_default_and_validated():
+    assert config.from_environment({}).fast_math == ""
+    assert config.from_environment({"DISC_FAST_MATH": "bf16"}).fast_math == "bf16"
+    assert config.from_environment({"DISC_FAST_MATH": "off"}).fast_math == ""
+    assert config.from_environment({}).native_json(True)["fast_math"] == ""
+    with pytest.raises(ValueError, match="fast_math"):
+        config.from_environment({"DISC_FAST_MATH": "fp8"})
+    with pytest.raises(ValueError, match="fast_math"):
+        config.from_environment({}).replace(fast_math="fp16")
+
+
+def test_pass_marks_only_float_dots():
+    func = parse_func("""func @f(%arg0: f32[s0,8], %arg1: f32[8,s1], %arg2: f64[s0,8], %arg3: f64[8,s1]) {
+  %v0 = dot(%arg0, %arg1) {"batch_lhs": [],"batch_rhs": [],"lhs_contract": [1],"lhs_free": [0],"rhs_contract": [0],"rhs_free": [1]} : f32[s0,s1]
+  %v1 = dot(%arg2, %arg3) {"batch_lhs": [],"batch_rhs": [],"lhs_contract": [1],"lhs_free": [0],"rhs_contract": [0],"rhs_free": [1]} : f64[s0,s1]
+  return(%v0, %v1)
+}
+""")
+    assert apply_fast_math(func, "") is func
+    out = apply_fast_math(func, "bf16")
+    assert [op.attrs.get("precision") for op in out.ops] == ["bf16", None]
+    assert all("precision" not in op.attrs for op in func.ops)  # input untouched
+    with pytest.raises(ValueError):
+        apply_fast_math(func, "fp8")
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_off_results_are_fp32_and_match_tf(fm, ta, tb):
+    disc = fm
+    assert disc.options().fast_math == ""
+    f = _matmul_fn(ta, tb)
+    rng = np.random.default_rng(1)
+    for m, k, n in SHAPES:
+        a, b, xa, xb = _operands(rng, m, k, n, ta, tb)
+        got = f(xa, xb).numpy()
+        want = f.python_function(tf.constant(xa), tf.constant(xb)).numpy()
+        # fp32 accumulation only: far inside what bf16 rounding would cause.
+        assert _rel_err(got.astype(np.float64), a.astype(np.float64), b.astype(np.float64)) \
+            <= k * 2.0 ** -23 + 2.0 ** -22, (m, k, n)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+    stats = disc.stats()
+    assert total(stats, "compiles") == 1 and total(stats, "fallbacks") == 0, stats
+    assert all("fast_math" not in key for c in stats["clusters"].values() for key in c["keys"])
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_bf16_error_within_documented_bound(fm, ta, tb):
+    fm.set_options(fast_math="bf16")
+    f = _matmul_fn(ta, tb)
+    rng = np.random.default_rng(2)
+    worst_big = 0.0
+    for m, k, n in SHAPES:
+        a, b, xa, xb = _operands(rng, m, k, n, ta, tb)
+        got = f(xa, xb).numpy().astype(np.float64)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        err = np.abs(got - a64 @ b64)
+        bound = _bound(a64, b64, k)
+        assert np.all(err <= bound), (m, k, n, float(np.max(err / bound)))
+        if m >= MIN_BF16_ROWS:
+            worst_big = max(worst_big, _rel_err(got, a64, b64))
+    if HAS_BF16:  # the bf16 kernel really ran: errors far above fp32's
+        assert worst_big > 2.0 ** -12, worst_big
+    else:
+        assert worst_big <= 2.0 ** -16, worst_big
+    stats = fm.stats()
+    assert total(stats, "compiles") == 1 and total(stats, "fallbacks") == 0, stats
+    (keys,) = [c["keys"] for c in stats["clusters"].values()]
+    assert keys == ["2,2|fast_math=bf16"], keys
+
+
+def test_batched_attention_shapes_within_bound(fm):
+    fm.set_options(fast_math="bf16")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, None, 64], tf.float32)] * 2)
+    def f(q, k):
+        return tf.matmul(q, k, transpose_b=True)
+
+    rng = np.random.default_rng(3)
+    for b, h, s in [(1, 2, 1), (2, 3, 17), (3, 4, 40), (1, 12, 129)]:
+        q = rng.standard_normal((b, h, s, 64)).astype(np.float32)
+        k = rng.standard_normal((b, h, s, 64)).astype(np.float32)
+        got = f(q, k).numpy().astype(np.float64)
+        q64, kt64 = q.astype(np.float64), np.swapaxes(k, -1, -2).astype(np.float64)
+        err = np.abs(got - q64 @ kt64)
+        assert np.all(err <= _bound(q64, kt64, 64)), (b, h, s)
+    assert total(fm.stats(), "compiles") == 1
+
+
+def test_batched_wide_and_broadcast_within_bound(fm):
+    """Batch entries split into several tasks (operands packed once per
+    call), with B per entry and B broadcast over the batch."""
+    fm.set_options(fast_math="bf16")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, None], tf.float32),
+                                  tf.TensorSpec([None, None, None], tf.float32)])
+    def f(a, b):
+        return tf.matmul(a, b)
+
+    rng = np.random.default_rng(5)
+    for batch, bb, m, k, n in [(2, 2, 20, 64, 300), (3, 1, 50, 33, 260), (2, 2, 97, 15, 17)]:
+        a = rng.standard_normal((batch, m, k)).astype(np.float32)
+        b = rng.standard_normal((bb, k, n)).astype(np.float32)
+        got = f(a, b).numpy().astype(np.float64)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        err = np.abs(got - a64 @ b64)
+        assert np.all(err <= _bound(a64, b64, k)), (batch, bb, m, k, n)
+    assert total(fm.stats(), "fallbacks") == 0
+
+
+def test_option_is_part_of_every_cache_key(fm):
+    """One tf.function, the option flipped between calls: each setting runs
+    its own executable, from memory and from the disk cache."""
+    f = _matmul_fn()
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((64, 96)).astype(np.float32)
+    b = rng.standard_normal((96, 80)).astype(np.float32)
+    exact = (a.astype(np.float64) @ b.astype(np.float64))
+
+    def run(mode):
+        fm.set_options(fast_math=mode)
+        return f(a, b).numpy()
+
+    off1, on1, off2, on2 = run(""), run("bf16"), run(""), run("bf16")
+    np.testing.assert_array_equal(off1, off2)
+    np.testing.assert_array_equal(on1, on2)
+    assert np.max(np.abs(off1 - exact)) < 1e-4
+    if HAS_BF16:
+        assert np.max(np.abs(on1 - exact)) > 1e-3  # bf16 rounding visible
+    stats = fm.stats()
+    assert total(stats, "compiles") == 2, stats
+    (keys,) = [c["keys"] for c in stats["clusters"].values()]
+    assert sorted(keys) == ["2,2", "2,2|fast_math=bf16"], keys
+    # Fresh memory, compiler forbidden: both come from the disk cache, each
+    # from its own library (different generated source).
+    fm.clear_executable_cache()
+    fm.reset_stats()
+    fm.set_options(forbid_compile=True)
+    np.testing.assert_array_equal(run("bf16"), on1)
+    np.testing.assert_array_equal(run(""), off1)
+    stats = fm.stats()
+    assert total(stats, "disk_cache_hits") == 2 and total(stats, "fallbacks") == 0, stats
+
+
+def test_benchmark_quick_runs_all_modes(tmp_path):
+    """benchmarks/bf16_fast_math.py --quick: every table printed, ours never
+    fell back to TF and its bf16 mode ran bf16 keys (no speed asserted)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    env = dict(os.environ, DISC_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "bf16_fast_math.py"),
+                           "--quick"], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "FALLBACKS" not in out, out
+    keys = re.search(r"model: (\d+) cluster keys with fast_math=bf16", out)
+    assert keys and int(keys.group(1)) >= 1, out
+    table = out[out.index("GEMM medians"):].splitlines()[2:7]
+    assert len(table) == 5 and all(line.split()[-1] == "1" for line in table), out
+    assert "bf16 vs stock TF fp32:" in out, out

@@ -1,0 +1,379 @@
+// The bf16 fast-math GEMM (gemm_bf16.h).
+//
+// Why its own kernel: vdpbf16ps multiplies pairs of bf16 and adds both
+// products to an fp32 lane, twice the multiply-adds per instruction of an
+// fp32 FMA, and bf16 operands halve the bytes the kernel streams.  Layout
+// follows the instruction: a 32-bit lane of A holds (A[i][k], A[i][k+1]) --
+// which is simply A's row converted to bf16 in order -- and B is packed per
+// 64-column group as, for each k pair, 64 interleaved (B[k][j], B[k+1][j]).
+// A register tile holds 6 x 64 floats of C; k runs in chunks of 768 (C is
+// loaded and stored once per chunk; 768 beat 256 by 5-10% in CPU time per
+// GEMM at BERT shapes, 128 lost 15%), a B group's chunk (96 KiB) and a
+// block of A (192 x 768 bf16) staying in L2.  Tasks (batch entry, row block,
+// column block) run on the caller's parallel-for, i.e. TF's intra-op pool.
+// When one batch entry is split into several tasks, A and B are first
+// packed once, in parallel, into a grow-only buffer of the calling thread
+// (packing per task converted the same operand rows 3-12 times: 30% of
+// the time in a BERT profile); otherwise each task packs its own entry.
+//
+// The kernel functions carry a target attribute, so the file builds with any
+// -march and the instructions run only after the cpuid/XCR0 check.
+#include "tf_disc/runtime/gemm_bf16.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "tf_disc/runtime/disc_abi.h"
+
+#if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 10))
+#define DISC_BF16_KERNEL 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+namespace tf_disc {
+
+#ifdef DISC_BF16_KERNEL
+namespace {
+
+#define DISC_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+constexpr int kRows = 6;                   // register tile: kRows x kGroup floats
+constexpr int kGroup = 64;                 // columns per packed B group (4 vectors)
+constexpr int64_t kChunk = 768;            // k per pass (a multiple of 32)
+constexpr int64_t kPairs = kChunk / 2;
+constexpr int64_t kBlockRows = 192;        // rows of A packed at once
+constexpr int64_t kTaskCols = 256;         // columns of C per task (4 groups)
+constexpr int64_t kMinRows = 16;           // fewer rows: packing B costs more than it saves
+constexpr int64_t kMinRowsPerTask = 48;
+
+bool DetectBf16() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return false;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 0xE6) != 0xE6) return false;  // OS saves SSE, AVX, opmask, ZMM state
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  if (!(b & (1u << 16)) || !(b & (1u << 30))) return false;  // AVX512F, AVX512BW
+  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+  return (a & (1u << 5)) != 0;  // AVX512_BF16
+}
+
+// Round to nearest even, as vcvtne2ps2bf16 (NaN stays NaN, quieted).
+uint16_t ToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+DISC_BF16_TARGET inline __mmask16 TailMask(int64_t left) {
+  return left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0)
+                                                      : __mmask16((1u << left) - 1);
+}
+
+// dst[0, round_up(n, 32)) = bf16(src[0, n)), zero-padded.
+DISC_BF16_TARGET void ConvertRun(const float* src, int64_t n, uint16_t* dst) {
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m512 lo = _mm512_maskz_loadu_ps(TailMask(n - i), src + i);
+    const __m512 hi = _mm512_maskz_loadu_ps(TailMask(n - i - 16), src + i + 16);
+    _mm512_storeu_si512(dst + i, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+  }
+}
+
+struct alignas(64) Scratch {
+  uint16_t a[kBlockRows * kChunk];                  // row i at a + i * kChunk
+  uint16_t b[(kTaskCols / kGroup) * kPairs * kGroup * 2];  // group, pair, column, half
+  uint16_t run[kChunk];
+};
+
+Scratch* ThreadScratch() {
+  thread_local std::unique_ptr<Scratch> scratch(new Scratch);
+  return scratch.get();
+}
+
+// Rows [r0, r0 + rows) x k [k0, k0 + kn) of op(A) into out, rows `stride`
+// elements apart (stride >= kn rounded up to 32).
+DISC_BF16_TARGET void PackA(const GemmArgs& g, const float* a, int64_t r0, int64_t rows,
+                            int64_t k0, int64_t kn, uint16_t* out, int64_t stride) {
+  for (int64_t i = 0; i < rows; ++i) {
+    uint16_t* dst = out + i * stride;
+    if (!g.trans_a) {
+      ConvertRun(a + (r0 + i) * g.lda + k0, kn, dst);
+      continue;
+    }
+    for (int64_t kk = 0; kk < kn; ++kk) dst[kk] = ToBf16(a[(k0 + kk) * g.lda + r0 + i]);
+    if (kn & 1) dst[kn] = 0;
+  }
+}
+
+// Columns [c0, c0 + cols) (cols <= kGroup) x k [k0, k0 + kn) of op(B) into
+// the group at dst: for each k pair p, 64 x (B[2p][j], B[2p + 1][j]).
+DISC_BF16_TARGET void PackB(const GemmArgs& g, const float* b, int64_t c0, int64_t cols,
+                            int64_t k0, int64_t kn, uint16_t* dst, uint16_t* run) {
+  const int64_t pairs = (kn + 1) / 2;
+  if (!g.trans_b) {
+    alignas(64) static const uint16_t kInterleave[32] = {
+        0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+        8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i idx = _mm512_load_si512(kInterleave);
+    for (int64_t p = 0; p < pairs; ++p) {
+      const float* r0 = b + (k0 + 2 * p) * g.ldb + c0;
+      const bool second = 2 * p + 1 < kn;
+      for (int v = 0; v < kGroup / 16; ++v) {
+        const __mmask16 m = TailMask(cols - 16 * v);
+        const __m512 x0 = _mm512_maskz_loadu_ps(m, r0 + 16 * v);
+        const __m512 x1 = second ? _mm512_maskz_loadu_ps(m, r0 + g.ldb + 16 * v)
+                                 : _mm512_setzero_ps();
+        const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(x1, x0));
+        _mm512_store_si512(dst + p * 2 * kGroup + 32 * v,
+                           _mm512_permutexvar_epi16(idx, both));
+      }
+    }
+    return;
+  }
+  // B stored n x k: column j of op(B) is a contiguous run, already in pairs.
+  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
+  for (int64_t j = 0; j < kGroup; ++j) {
+    if (j < cols) {
+      ConvertRun(b + (c0 + j) * g.ldb + k0, kn, run);
+    } else {
+      std::memset(run, 0, sizeof(uint16_t) * 2 * pairs);
+    }
+    const uint32_t* in = reinterpret_cast<const uint32_t*>(run);
+    for (int64_t p = 0; p < pairs; ++p) out[p * kGroup + j] = in[p];
+  }
+}
+
+// C[0:R, 0:cols] (+)= A tile (R packed rows, a_pairs k pairs apart) x B
+// group, NV vectors wide.
+template <int R, int NV>
+DISC_BF16_TARGET void Tile(const uint16_t* pa, int64_t a_pairs, const uint16_t* pb,
+                           int64_t pairs, float* c, int64_t ldc, int64_t cols, bool first) {
+  const uint32_t* a = reinterpret_cast<const uint32_t*>(pa);
+  __mmask16 mask[NV];
+  __m512 acc[R][NV];
+  for (int v = 0; v < NV; ++v) mask[v] = TailMask(cols - 16 * v);
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = first ? _mm512_setzero_ps()
+                        : _mm512_maskz_loadu_ps(mask[v], c + r * ldc + 16 * v);
+  for (int64_t p = 0; p < pairs; ++p) {
+    __m512bh bv[NV];
+    for (int v = 0; v < NV; ++v)
+      bv[v] = reinterpret_cast<__m512bh>(_mm512_load_si512(pb + p * 2 * kGroup + 32 * v));
+    for (int r = 0; r < R; ++r) {
+      const __m512bh av =
+          reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[r * a_pairs + p])));
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask[v], acc[r][v]);
+}
+
+using TileFn = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, float*, int64_t,
+                        int64_t, bool);
+
+template <int R>
+constexpr TileFn kRowTiles[4] = {Tile<R, 1>, Tile<R, 2>, Tile<R, 3>, Tile<R, 4>};
+
+const TileFn* const kTiles[kRows] = {kRowTiles<1>, kRowTiles<2>, kRowTiles<3>,
+                                     kRowTiles<4>, kRowTiles<5>, kRowTiles<6>};
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// One k chunk into C rows [0, rows) x columns [c0, c1): packed A rows are
+// a_pairs k pairs apart, B groups (the first at column c0) b_group apart.
+DISC_BF16_TARGET void Tiles(const uint16_t* pa, int64_t a_pairs, int64_t rows,
+                            const uint16_t* pb, int64_t b_group, int64_t pairs, float* c,
+                            int64_t ldc, int64_t c0, int64_t c1, bool first) {
+  for (int64_t gi = 0; gi * kGroup < c1 - c0; ++gi) {
+    const int64_t gc = c0 + gi * kGroup, cols = std::min<int64_t>(kGroup, c1 - gc);
+    const int nv = static_cast<int>((cols + 15) / 16);
+    for (int64_t i = 0; i < rows; i += kRows) {
+      const int r = static_cast<int>(std::min<int64_t>(kRows, rows - i));
+      kTiles[r - 1][nv - 1](pa + i * 2 * a_pairs, a_pairs, pb + gi * b_group, pairs,
+                            c + i * ldc + gc, ldc, cols, first);
+    }
+  }
+}
+
+// C rows [r0, r1) x columns [c0, c1) (c1 - c0 <= kTaskCols) of batch entry
+// bi, packing its own operands (the plan gives each entry one task).
+DISC_BF16_TARGET void RunTask(const GemmArgs& g, int64_t bi, int64_t r0, int64_t r1,
+                              int64_t c0, int64_t c1) {
+  Scratch* s = ThreadScratch();
+  const float* a = static_cast<const float*>(g.a) + bi * g.stride_a;
+  const float* b = static_cast<const float*>(g.b) + bi * g.stride_b;
+  float* c = static_cast<float*>(g.c) + bi * g.stride_c;
+  for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {
+    const int64_t kn = std::min(kChunk, g.k - k0), pairs = (kn + 1) / 2;
+    for (int64_t gi = 0; gi * kGroup < c1 - c0; ++gi) {
+      const int64_t gc = c0 + gi * kGroup;
+      PackB(g, b, gc, std::min<int64_t>(kGroup, c1 - gc), k0, kn,
+            s->b + gi * kPairs * 2 * kGroup, s->run);
+    }
+    for (int64_t rb = r0; rb < r1; rb += kBlockRows) {
+      const int64_t rows = std::min(kBlockRows, r1 - rb);
+      PackA(g, a, rb, rows, k0, kn, s->a, kChunk);
+      Tiles(s->a, kPairs, rows, s->b, kPairs * 2 * kGroup, pairs, c + rb * g.ldc, g.ldc, c0,
+            c1, k0 == 0);
+    }
+  }
+}
+
+// Operands packed once for the whole product (when tasks would otherwise
+// pack the same rows of A or columns of B again): A as bf16 rows of
+// `a_row` elements, B as groups of all k pairs; one copy of an operand
+// broadcast over the batch (stride 0).
+struct Packed {
+  uint16_t* a;
+  uint16_t* b;
+  int64_t a_row, a_entry, b_group, b_entry;
+};
+
+// The calling thread's grow-only, 64-byte aligned buffer for Packed (the
+// pool's workers read it while the call blocks in parallel_for).
+uint16_t* PackBuffer(size_t elements) {
+  struct Buffer {
+    uint16_t* data = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buf;
+  if (elements > buf.size) {
+    std::free(buf.data);
+    buf.data = static_cast<uint16_t*>(std::aligned_alloc(64, CeilDiv(elements * 2, 64) * 64));
+    buf.size = buf.data != nullptr ? elements : 0;
+  }
+  return buf.data;
+}
+
+constexpr int64_t kPackRows = 32;  // rows of A per packing task
+
+// Packing tasks [begin, end): first kPackRows-row pieces of each A entry,
+// then one 64-column group (all of k) of each B entry.
+DISC_BF16_TARGET void PackPieces(const GemmArgs& g, const Packed& p, int64_t a_pieces,
+                                 int64_t begin, int64_t end) {
+  const int64_t na = g.stride_a == 0 ? 1 : g.batch, groups = CeilDiv(g.n, kGroup);
+  for (int64_t t = begin; t < end; ++t) {
+    if (t < na * a_pieces) {
+      const int64_t e = t / a_pieces, r0 = (t % a_pieces) * kPackRows;
+      PackA(g, static_cast<const float*>(g.a) + e * g.stride_a, r0,
+            std::min(kPackRows, g.m - r0), 0, g.k, p.a + e * p.a_entry + r0 * p.a_row,
+            p.a_row);
+      continue;
+    }
+    const int64_t e = (t - na * a_pieces) / groups, gi = (t - na * a_pieces) % groups;
+    const float* b = static_cast<const float*>(g.b) + e * g.stride_b;
+    uint16_t* dst = p.b + e * p.b_entry + gi * p.b_group;
+    for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {
+      PackB(g, b, gi * kGroup, std::min<int64_t>(kGroup, g.n - gi * kGroup), k0,
+            std::min(kChunk, g.k - k0), dst + k0 * kGroup, ThreadScratch()->run);
+    }
+  }
+}
+
+// Packs A and B in parallel; false (nothing done) when memory is short.
+bool Prepack(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for,
+             Packed* p) {
+  const int64_t na = g.stride_a == 0 ? 1 : g.batch, nb = g.stride_b == 0 ? 1 : g.batch;
+  const int64_t kp2 = CeilDiv(g.k, 32) * 32, groups = CeilDiv(g.n, kGroup);
+  p->a_row = kp2;
+  p->a_entry = g.m * kp2;
+  p->b_group = kp2 * kGroup;
+  p->b_entry = groups * p->b_group;
+  uint16_t* buf = PackBuffer(size_t(na * p->a_entry + nb * p->b_entry));
+  if (buf == nullptr) return false;
+  p->a = buf;
+  p->b = buf + na * p->a_entry;
+  const int64_t a_pieces = CeilDiv(g.m, kPackRows), pieces = na * a_pieces + nb * groups;
+  auto body = [&](int64_t begin, int64_t end) { PackPieces(g, *p, a_pieces, begin, end); };
+  if (num_threads <= 1) {
+    body(0, pieces);
+  } else {
+    parallel_for(pieces, kPackRows * g.k / 4 + 1, body);
+  }
+  return true;
+}
+
+// C rows [r0, r1) x columns [c0, c1) of batch entry bi from Packed operands.
+DISC_BF16_TARGET void RunPackedTask(const GemmArgs& g, const Packed& p, int64_t bi, int64_t r0,
+                                    int64_t r1, int64_t c0, int64_t c1) {
+  const uint16_t* pa = p.a + (g.stride_a == 0 ? 0 : bi) * p.a_entry;
+  const uint16_t* pb = p.b + (g.stride_b == 0 ? 0 : bi) * p.b_entry + (c0 / kGroup) * p.b_group;
+  float* c = static_cast<float*>(g.c) + bi * g.stride_c;
+  for (int64_t rb = r0; rb < r1; rb += kBlockRows) {
+    const int64_t rows = std::min(kBlockRows, r1 - rb);
+    for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {
+      const int64_t pairs = (std::min(kChunk, g.k - k0) + 1) / 2;
+      Tiles(pa + rb * p.a_row + k0, p.a_row / 2, rows, pb + k0 * kGroup, p.b_group, pairs,
+            c + rb * g.ldc, g.ldc, c0, c1, k0 == 0);
+    }
+  }
+}
+
+bool Run(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
+  const int64_t col_step = std::min(g.n, kTaskCols);
+  const int64_t col_blocks = CeilDiv(g.n, col_step);
+  int64_t row_blocks = 1;
+  const int64_t want = 8 * int64_t(num_threads);
+  if (num_threads > 1 && g.batch * col_blocks < want) {
+    row_blocks = std::max<int64_t>(
+        1, std::min(CeilDiv(want, g.batch * col_blocks), g.m / kMinRowsPerTask));
+  }
+  const int64_t row_step = std::min(g.m, CeilDiv(CeilDiv(g.m, row_blocks), kRows) * kRows);
+  row_blocks = CeilDiv(g.m, row_step);
+  const int64_t per_batch = row_blocks * col_blocks, tasks = g.batch * per_batch;
+  // Several tasks per batch entry would pack the same operand rows again.
+  Packed packed{};
+  const bool prepacked = per_batch > 1;
+  if (prepacked && !Prepack(g, num_threads, parallel_for, &packed)) return false;
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t bi = t / per_batch, rb = (t % per_batch) / col_blocks,
+                    cb = t % col_blocks;
+      const int64_t r0 = rb * row_step, r1 = std::min(g.m, r0 + row_step);
+      const int64_t c0 = cb * col_step, c1 = std::min(g.n, c0 + col_step);
+      if (prepacked) {
+        RunPackedTask(g, packed, bi, r0, r1, c0, c1);
+      } else {
+        RunTask(g, bi, r0, r1, c0, c1);
+      }
+    }
+  };
+  const double flops = 2.0 * g.batch * g.m * g.n * g.k;
+  if (num_threads <= 1 || tasks == 1 || flops < 4e5) {
+    body(0, tasks);
+  } else {
+    parallel_for(tasks, static_cast<int64_t>(flops / tasks / 32) + 1, body);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Bf16GemmAvailable() {
+  static const bool available = DetectBf16();
+  return available;
+}
+
+bool RunGemmBf16(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
+  if (g.dtype != DISC_DTYPE_FLOAT || !Bf16GemmAvailable() || g.m < kMinRows) return false;
+  if (g.batch == 0 || g.n == 0 || g.k == 0) return false;  // nothing to multiply
+  return Run(g, num_threads, parallel_for);
+}
+
+#else  // no compiler support: the fp32 path runs
+
+bool Bf16GemmAvailable() { return false; }
+
+bool RunGemmBf16(const GemmArgs&, int, const GemmParallelFor&) { return false; }
+
+#endif  // DISC_BF16_KERNEL
+
+}  // namespace tf_disc
