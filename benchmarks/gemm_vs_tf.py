@@ -1,11 +1,16 @@
-"""blade_disc_tf's GEMM (rt->gemm: Eigen, AVX-512 build, on TF's intra-op
-pool) versus stock TF's MatMul/BatchMatMulV2 (oneDNN) at BERT-base shapes.
+"""blade_disc_tf's GEMM (rt->gemm: skinny register-tiled kernel for m <= 128,
+else Eigen, AVX-512 build, on TF's intra-op pool) versus stock TF's
+MatMul/BatchMatMulV2 (oneDNN) at BERT-base shapes, plus GEMM epilogues
+(bias + GELU, bias + residual run on C's tiles inside the GEMM).
 
-Both run the same tf.function body in one process, interleaved (medians):
-stock TF is traced and optimized before blade_disc_tf is enabled; ours
-clusters the single op (min_cluster_size=1) into a DiscLaunch.
+Modes, all in one process and interleaved (medians): tf = stock TF, traced
+and optimized before blade_disc_tf is enabled; disc = ours (the single op or
+the GEMM + epilogue clustered, min_cluster_size=1); disc_eigen = ours with
+DISC_GEMM_SKINNY=0 (Eigen for skinny products too); disc_unfused = ours with
+DISC_GEMM_EPILOGUE=0 (the epilogue as a second pass over C, as before).
 
-    python benchmarks/gemm_vs_tf.py [--repeats 15] [--tokens 1024]
+    python benchmarks/gemm_vs_tf.py [--repeats 15] [--tokens 1024] [--batch 8]
+    python benchmarks/gemm_vs_tf.py --tokens 36 --batch 1   # batch-1 request
 """
 import argparse
 import os
@@ -19,7 +24,24 @@ import tensorflow as tf  # noqa: E402
 from timing import interleaved_medians, print_table  # noqa: E402
 
 
+def _with_env(name: str, value: str, fn):
+    """fn run with os.environ[name] = value (the runtime reads it per call)."""
+    def run():
+        old = os.environ.get(name)
+        os.environ[name] = value
+        try:
+            return fn()
+        finally:
+            if old is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = old
+    return run
+
+
 def cases(tokens: int, batch: int):
+    """(name, fn, A's shape, B's shape): the model's GEMMs (also used by
+    benchmarks/bf16_fast_math.py)."""
     seq = tokens // batch
     mm = lambda a, b: tf.matmul(a, b)  # noqa: E731
     mm_t = lambda a, b: tf.matmul(a, b, transpose_b=True)  # noqa: E731
@@ -32,6 +54,18 @@ def cases(tokens: int, batch: int):
     ]
 
 
+def epilogue_cases(tokens: int):
+    """(name, fn, input shapes): GEMMs whose bias/activation/residual run as
+    the GEMM's epilogue."""
+    gelu = lambda a, b, bias: tf.nn.gelu(tf.matmul(a, b) + bias, approximate=True)  # noqa: E731
+    resid = lambda a, b, bias, r: tf.matmul(a, b) + bias + r  # noqa: E731
+    return [
+        ("ffn up+bias+gelu (epilogue)", gelu, [(tokens, 768), (768, 3072), (3072,)]),
+        ("out proj+bias+residual (epilogue)", resid,
+         [(tokens, 768), (768, 768), (768,), (tokens, 768)]),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=15)
@@ -40,33 +74,39 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     specs = []
-    for name, fn, sa, sb in cases(args.tokens, args.batch):
-        a = tf.constant(rng.standard_normal(sa).astype(np.float32))
-        b = tf.constant(rng.standard_normal(sb).astype(np.float32))
-        sig = [tf.TensorSpec([None] * len(sa), tf.float32), tf.TensorSpec([None] * len(sb), tf.float32)]
+    all_cases = [(name, fn, [sa, sb]) for name, fn, sa, sb in cases(args.tokens, args.batch)]
+    for name, fn, shapes in all_cases + epilogue_cases(args.tokens):
+        xs = [tf.constant(rng.standard_normal(s).astype(np.float32)) for s in shapes]
+        sig = [tf.TensorSpec([None] * len(s), tf.float32) for s in shapes]
         stock = tf.function(fn, input_signature=sig)
-        stock(a, b)  # optimized (and cached) before disc is enabled
-        specs.append((name, fn, sig, a, b, stock))
+        stock(*xs)  # optimized (and cached) before disc is enabled
+        specs.append((name, fn, sig, xs, stock))
 
     import blade_disc_tf as disc
     disc.enable(min_cluster_size=1)
     rows = []
-    for name, fn, sig, a, b, stock in specs:
+    for name, fn, sig, xs, stock in specs:
         ours = tf.function(fn, input_signature=sig)
         t0 = time.perf_counter()
-        got = ours(a, b).numpy()
+        got = ours(*xs).numpy()
         first = time.perf_counter() - t0
-        want = stock(a, b).numpy()
+        want = stock(*xs).numpy()
         err = float(np.abs(got - want).max() / max(1.0, np.abs(want).max()))
-        flops = 2.0 * np.prod(got.shape) * (a.shape[-1] if "^T" in name or True else 0)
-        med = interleaved_medians({"tf": lambda: stock(a, b), "disc": lambda: ours(a, b)},
-                                  args.repeats, inner=3)
-        rows.append({"case": name, "tf_ms": med["tf"] * 1e3, "disc_ms": med["disc"] * 1e3,
-                     "tf_GF/s": flops / med["tf"] / 1e9, "disc_GF/s": flops / med["disc"] / 1e9,
-                     "disc/tf time": med["disc"] / med["tf"], "first_call_s": first,
-                     "max_rel_err": err})
-    print_table(f"GEMM medians, T=B*S={args.tokens}, B={args.batch} (ratio < 1.10 is the goal)",
-                rows)
+        flops = 2.0 * np.prod(got.shape) * xs[0].shape[-1]  # k: A's last dim
+        modes = {"tf": lambda: stock(*xs), "disc": lambda: ours(*xs),
+                 "disc_eigen": _with_env("DISC_GEMM_SKINNY", "0", lambda: ours(*xs))}
+        if "epilogue" in name:
+            modes["disc_unfused"] = _with_env("DISC_GEMM_EPILOGUE", "0", lambda: ours(*xs))
+        med = interleaved_medians(modes, args.repeats, inner=3)
+        row = {"case": name, "tf_ms": med["tf"] * 1e3, "disc_ms": med["disc"] * 1e3,
+               "tf_GF/s": flops / med["tf"] / 1e9, "disc_GF/s": flops / med["disc"] / 1e9,
+               "disc/tf": med["disc"] / med["tf"],
+               "eigen/tf": med["disc_eigen"] / med["tf"],
+               "unfused/tf": med["disc_unfused"] / med["tf"] if "disc_unfused" in med else "-",
+               "first_call_s": first, "max_rel_err": err}
+        rows.append(row)
+    print_table(f"GEMM medians, T=B*S={args.tokens}, B={args.batch}, {args.repeats} repeats "
+                "(ratios: time over stock TF's time)", rows)
     stats = disc.stats()["clusters"]
     print("\nclusters:", {k[:40]: {c: v[c] for c in ("compiles", "fallbacks", "compile_seconds")}
                           for k, v in stats.items()})

@@ -30,14 +30,20 @@ Gemm = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.
 # Version 3 appended `window` (convolutions/pooling); the harness has none:
 # a library that calls it gets an error, the others run as before.
 Window = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
-ABI_VERSION = 4
+# Version 4 appended fields to DiscWindowArgs; version 5 `gemm_epilogue`:
+# rt->gemm, then the epilogue kernel.
+GemmEpilogue = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                                ctypes.c_int32, _I64, _I64, _I64, _I64, ctypes.c_void_p, _I64,
+                                _I64, ctypes.c_void_p, _I64, _I64, ctypes.c_void_p, _I64, _I64,
+                                ctypes.c_void_p, ctypes.c_void_p, _I64)
+ABI_VERSION = 5
 
 
 class DiscRuntime(ctypes.Structure):
     _fields_ = [("ctx", ctypes.c_void_p), ("alloc_output", AllocOutput),
                 ("alloc_temp", AllocTemp), ("free_temp", FreeTemp),
                 ("parallel_for", ParallelFor), ("set_error", SetError),
-                ("gemm", Gemm), ("window", Window)]
+                ("gemm", Gemm), ("window", Window), ("gemm_epilogue", GemmEpilogue)]
 
 
 _GEMM_DTYPES = {1: np.float32, 2: np.float64}
@@ -76,6 +82,26 @@ def reference_gemm(calls: list, errors: list):
         out[...] = np.matmul(av.astype(np.float64), bv.astype(np.float64)).astype(dt)
         return 0
     return gemm
+
+
+def reference_gemm_epilogue(gemm, calls: list):
+    """rt->gemm_epilogue: gemm, then the epilogue over each row of C in
+    pieces of at most 7 columns, last row first (any order and split is
+    allowed); the call is recorded with "epilogue": True."""
+    def run(ctx, dtype, ta, tb, batch, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, ep, epc,
+            off):
+        rc = gemm(ctx, dtype, ta, tb, batch, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc)
+        calls[-1]["epilogue"] = True
+        if rc:
+            return 1
+        fn = ParallelFn(ep)
+        for bi in reversed(range(batch)):
+            for r in reversed(range(m)):
+                row = off + bi * sc + r * ldc
+                for j in range(0, n, 7):
+                    fn(epc, row + j, row + min(n, j + 7))
+        return 0
+    return run
 
 
 class DiscError(Exception):
@@ -141,10 +167,12 @@ class Executable:
             errors.append((code, msg.decode()))
 
         self.gemm_calls = []
+        gemm = reference_gemm(self.gemm_calls, errors)
         rt = DiscRuntime(None, AllocOutput(alloc_output), AllocTemp(alloc_temp),
                          FreeTemp(free_temp), ParallelFor(parallel_for), SetError(set_error),
-                         Gemm(reference_gemm(self.gemm_calls, errors)),
-                         Window(lambda ctx, args: errors.append((12, "harness: no window")) or 1))
+                         Gemm(gemm),
+                         Window(lambda ctx, args: errors.append((12, "harness: no window")) or 1),
+                         GemmEpilogue(reference_gemm_epilogue(gemm, self.gemm_calls)))
         bufs = (DiscBuffer * max(len(inputs), 1))()
         for i, x in enumerate(inputs):
             bufs[i].data = x.ctypes.data if x.size else None

@@ -28,8 +28,9 @@ extern "C" {
 #endif
 
 /* Version 2 appended `gemm` to DiscRuntime, version 3 `window`, version 4
- * `groups` and the epilogue (scale, shift, activation) to DiscWindowArgs. */
-#define DISC_ABI_VERSION 4
+ * `groups` and the epilogue (scale, shift, activation) to DiscWindowArgs,
+ * version 5 `gemm_epilogue` to DiscRuntime. */
+#define DISC_ABI_VERSION 5
 #define DISC_MAX_RANK 8
 
 /* TF error codes used by generated code (values of tensorflow::error::Code). */
@@ -131,6 +132,20 @@ typedef struct DiscRuntime {
   /* Runs one windowed op (DiscWindowArgs) on TF's intra-op thread pool and
    * returns when done: 0, or non-zero after recording an error. */
   int32_t (*window)(void* ctx, const DiscWindowArgs* args);
+  /* ---- ABI version 4 ---- */
+  /* rt->gemm, and an elementwise epilogue run on each piece of C as soon as
+   * it is final, while it is still in cache (a bias + activation kernel
+   * reading C): epilogue(closure, begin, end) for flat element offsets
+   * c_offset + b * stride_c + i * ldc + j, j over consecutive columns of one
+   * row (several whole rows in one call when ldc == n).  Every element of
+   * C is covered by exactly one call; calls run concurrently on the pool's
+   * threads.  A NULL epilogue makes this rt->gemm. */
+  int32_t (*gemm_epilogue)(void* ctx, int32_t dtype, int32_t trans_a, int32_t trans_b,
+                           int64_t batch, int64_t m, int64_t n, int64_t k,
+                           const void* a, int64_t lda, int64_t stride_a,
+                           const void* b, int64_t ldb, int64_t stride_b,
+                           void* c, int64_t ldc, int64_t stride_c,
+                           DiscParallelFn epilogue, void* closure, int64_t c_offset);
 } DiscRuntime;
 
 typedef int32_t (*DiscAbiVersionFn)(void);

@@ -48,11 +48,33 @@ void Block(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0, int
   }
 }
 
+// The epilogue (if any) on C[r0:r1, c0:c1] of batch b, just computed: one
+// call per row piece, or one for all rows when they are contiguous.
+void Epilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (g.epilogue == nullptr || r0 >= r1 || c0 >= c1) return;
+  const int64_t base = g.epilogue_offset + b * g.stride_c;
+  if (c0 == 0 && c1 == g.n && g.ldc == g.n) {
+    return g.epilogue(g.epilogue_closure, base + r0 * g.n, base + r1 * g.n);
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    g.epilogue(g.epilogue_closure, base + r * g.ldc + c0, base + r * g.ldc + c1);
+  }
+}
+
+// Block, then its epilogue while the block is in cache.
+template <typename T>
+void BlockWithEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0,
+                       int64_t c1) {
+  Block<T>(g, b, r0, r1, c0, c1);
+  Epilogue(g, b, r0, r1, c0, c1);
+}
+
 template <typename T>
 void Zero(const GemmArgs& g) {
   for (int64_t b = 0; b < g.batch; ++b) {
     T* c = static_cast<T*>(g.c) + b * g.stride_c;
     for (int64_t i = 0; i < g.m; ++i) std::fill(c + i * g.ldc, c + i * g.ldc + g.n, T(0));
+    Epilogue(g, b, 0, g.m, 0, g.n);
   }
 }
 
@@ -92,10 +114,13 @@ constexpr int64_t kSkinnyMaxRows = 128;
 constexpr int64_t kChunk = 128;  // rows of B per pass: kChunk x kTileCols floats = 32 KiB
 
 // C[r0:r0+R, c0:c0+kTileCols] (+)= A[r0:r0+R, k0:k1] B[k0:k1, c0:...]; the
-// first k chunk starts from zero, later ones from C.
-template <int R>
+// first k chunk starts from zero, later ones from C.  With kPrefetch, each
+// row's piece of the next tile that will be read (pf_delta floats on) is
+// prefetched into L2: the tiles' rows are too many streams for the
+// hardware prefetcher.
+template <int R, bool kPrefetch = false>
 void SkinnyTile(const GemmArgs& g, const float* a, const float* b, float* c, int64_t r0,
-                int64_t c0, int64_t k0, int64_t k1) {
+                int64_t c0, int64_t k0, int64_t k1, int64_t pf_delta = 0) {
   namespace ei = Eigen::internal;
   const int64_t row_step = g.trans_a ? 1 : g.lda, k_step = g.trans_a ? g.lda : 1;
   FloatPacket acc[R][kTilePackets];
@@ -106,6 +131,10 @@ void SkinnyTile(const GemmArgs& g, const float* a, const float* b, float* c, int
   const float* arow = a + r0 * row_step;
   for (int64_t kk = k0; kk < k1; ++kk) {
     const float* brow = b + kk * g.ldb + c0;
+    if (kPrefetch) {
+      for (int j = 0; j < kTileCols; j += 64 / sizeof(float))
+        __builtin_prefetch(brow + pf_delta + j, 0, 2);
+    }
     FloatPacket bv[kTilePackets];
     for (int j = 0; j < kTilePackets; ++j) bv[j] = ei::ploadu<FloatPacket>(brow + j * kPacket);
     for (int r = 0; r < R; ++r) {
@@ -118,22 +147,49 @@ void SkinnyTile(const GemmArgs& g, const float* a, const float* b, float* c, int
       ei::pstoreu(c + (r0 + r) * g.ldc + c0 + j * kPacket, acc[r][j]);
 }
 
-// Columns [c0, c0 + kTileCols) of C for batch entry bi, all rows.
-void SkinnyColumns(const GemmArgs& g, int64_t bi, int64_t c0) {
+// Column tiles [t0, t1) (kTileCols columns each) of C for batch entry bi,
+// all rows.  The k chunk is the outer loop: B's rows are read along their
+// length, tile after tile, instead of one 256-byte piece per row down a
+// 64-column strip (a new 4 KiB page per row for n >= 1024, where the
+// hardware prefetcher stops); each chunk x tile of B stays in L1 across the
+// row tiles.
+void SkinnyColumns(const GemmArgs& g, int64_t bi, int64_t t0, int64_t t1) {
   const float* a = static_cast<const float*>(g.a) + bi * g.stride_a;
   const float* b = static_cast<const float*>(g.b) + bi * g.stride_b;
   float* c = static_cast<float*>(g.c) + bi * g.stride_c;
-  for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {  // B's chunk stays in L1 across rows
+  for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {
     const int64_t k1 = std::min(g.k, k0 + kChunk);
-    int64_t r = 0;
-    for (; r + kTileRows <= g.m; r += kTileRows) SkinnyTile<kTileRows>(g, a, b, c, r, c0, k0, k1);
-    switch (g.m - r) {
-      case 5: SkinnyTile<5>(g, a, b, c, r, c0, k0, k1); break;
-      case 4: SkinnyTile<4>(g, a, b, c, r, c0, k0, k1); break;
-      case 3: SkinnyTile<3>(g, a, b, c, r, c0, k0, k1); break;
-      case 2: SkinnyTile<2>(g, a, b, c, r, c0, k0, k1); break;
-      case 1: SkinnyTile<1>(g, a, b, c, r, c0, k0, k1); break;
-      default: break;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t c0 = t * kTileCols;
+      // the next tile read: this chunk's next one, or the next chunk's first
+      const int64_t pf = t + 1 < t1 ? kTileCols : kChunk * g.ldb - (t1 - 1 - t0) * kTileCols;
+      int64_t r = 0;
+      if (g.m >= kTileRows) {
+        SkinnyTile<kTileRows, true>(g, a, b, c, 0, c0, k0, k1, pf);
+        r = kTileRows;
+      }
+      for (; r + kTileRows <= g.m; r += kTileRows)
+        SkinnyTile<kTileRows>(g, a, b, c, r, c0, k0, k1);
+      if (r == 0) {
+        switch (g.m) {
+          case 5: SkinnyTile<5, true>(g, a, b, c, 0, c0, k0, k1, pf); break;
+          case 4: SkinnyTile<4, true>(g, a, b, c, 0, c0, k0, k1, pf); break;
+          case 3: SkinnyTile<3, true>(g, a, b, c, 0, c0, k0, k1, pf); break;
+          case 2: SkinnyTile<2, true>(g, a, b, c, 0, c0, k0, k1, pf); break;
+          case 1: SkinnyTile<1, true>(g, a, b, c, 0, c0, k0, k1, pf); break;
+          default: break;
+        }
+      } else {
+        switch (g.m - r) {
+          case 5: SkinnyTile<5>(g, a, b, c, r, c0, k0, k1); break;
+          case 4: SkinnyTile<4>(g, a, b, c, r, c0, k0, k1); break;
+          case 3: SkinnyTile<3>(g, a, b, c, r, c0, k0, k1); break;
+          case 2: SkinnyTile<2>(g, a, b, c, r, c0, k0, k1); break;
+          case 1: SkinnyTile<1>(g, a, b, c, r, c0, k0, k1); break;
+          default: break;
+        }
+      }
+      if (k1 == g.k) Epilogue(g, bi, 0, g.m, c0, c0 + kTileCols);
     }
   }
 }
@@ -152,12 +208,15 @@ bool Skinny(const GemmArgs& g) {
 void RunSkinny(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
   const int64_t tiles = g.n / kTileCols, per_batch = tiles + (g.n % kTileCols ? 1 : 0);
   auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
+    for (int64_t i = begin; i < end;) {  // runs of full tiles of one batch entry
       const int64_t bi = i / per_batch, t = i % per_batch;
       if (t < tiles) {
-        SkinnyColumns(g, bi, t * kTileCols);
+        const int64_t t1 = std::min(tiles, t + (end - i));
+        SkinnyColumns(g, bi, t, t1);
+        i += t1 - t;
       } else {
-        Block<float>(g, bi, 0, g.m, tiles * kTileCols, g.n);
+        BlockWithEpilogue<float>(g, bi, 0, g.m, tiles * kTileCols, g.n);
+        ++i;
       }
     }
   };
@@ -168,21 +227,59 @@ void RunSkinny(const GemmArgs& g, int num_threads, const GemmParallelFor& parall
 
 template <typename T>
 void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
+         const GemmParallelFor& parallel_for);
+
+// DISC_GEMM_EPILOGUE=0 (read per call, an A/B switch like DISC_GEMM_SKINNY):
+// the epilogue runs as a second pass over C after the whole GEMM, as an
+// unfused kernel would.
+// The epilogue over all of C as a second pass, rows on the pool.
+void EpiloguePass(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
+  if (g.epilogue == nullptr) return;
+  const int64_t rows = g.batch * g.m;
+  auto pass = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) Epilogue(g, r / g.m, r % g.m, r % g.m + 1, 0, g.n);
+  };
+  if (num_threads <= 1 || rows * g.n < 16384) return pass(0, rows);
+  parallel_for(rows, g.n * 4 + 1, pass);
+}
+
+template <typename T>
+bool EpilogueAfter(const GemmArgs& g, int num_threads, void* eigen_pool,
+                   const GemmParallelFor& parallel_for) {
+  const char* env = std::getenv("DISC_GEMM_EPILOGUE");
+  if (g.epilogue == nullptr || env == nullptr || env[0] != '0') return false;
+  GemmArgs plain = g;
+  plain.epilogue = nullptr;
+  Run<T>(plain, num_threads, eigen_pool, parallel_for);
+  EpiloguePass(g, num_threads, parallel_for);
+  return true;
+}
+
+template <typename T>
+void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
          const GemmParallelFor& parallel_for) {
   if (g.batch == 0 || g.m == 0 || g.n == 0) return;
+  if (EpilogueAfter<T>(g, num_threads, eigen_pool, parallel_for)) return;
   if (g.k == 0) return Zero<T>(g);
   const double flops = 2.0 * g.batch * g.m * g.n * g.k;
   if (Skinny(g)) return RunSkinny(g, flops < 4e5 ? 1 : num_threads, parallel_for);
   // Small problems: one thread hop costs more than the work.
   if (num_threads <= 1 || flops < 4e5) {
-    for (int64_t b = 0; b < g.batch; ++b) Block<T>(g, b, 0, g.m, 0, g.n);
+    for (int64_t b = 0; b < g.batch; ++b) BlockWithEpilogue<T>(g, b, 0, g.m, 0, g.n);
     return;
   }
   // Few large dense products: the threaded contraction, one at a time.
   if (eigen_pool != nullptr && Dense(g) && g.batch < 2 * num_threads &&
       flops / g.batch >= 2e7) {
     auto* pool = static_cast<Eigen::ThreadPoolInterface*>(eigen_pool);
-    for (int64_t b = 0; b < g.batch; ++b) Contract<T>(g, pool, num_threads, b);
+    for (int64_t b = 0; b < g.batch; ++b) {
+      Contract<T>(g, pool, num_threads, b);
+      if (g.epilogue != nullptr) {  // row blocks of the (dense) result, on the pool
+        parallel_for(g.m, g.n * 4 + 1, [&](int64_t r0, int64_t r1) {
+          Epilogue(g, b, r0, r1, 0, g.n);
+        });
+      }
+    }
     return;
   }
   // Enough blocks for load balance on a shared machine, each big enough to
@@ -211,8 +308,8 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
     for (int64_t i = begin; i < end; ++i) {
       const int64_t b = i / per_batch, rb = (i % per_batch) / col_blocks,
                     cb = i % col_blocks;
-      Block<T>(g, b, rb * rstep, std::min(g.m, (rb + 1) * rstep), cb * cstep,
-               std::min(g.n, (cb + 1) * cstep));
+      BlockWithEpilogue<T>(g, b, rb * rstep, std::min(g.m, (rb + 1) * rstep), cb * cstep,
+                           std::min(g.n, (cb + 1) * cstep));
     }
   });
 }
@@ -233,7 +330,10 @@ bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
   if (g.dtype & DISC_GEMM_FAST_BF16) {  // fast math: bf16 where it runs, else fp32
     GemmArgs f = g;
     f.dtype &= ~DISC_GEMM_FAST_BF16;
-    if (RunGemmBf16(f, num_threads, parallel_for)) return true;
+    if (RunGemmBf16(f, num_threads, parallel_for)) {  // its kernel runs no epilogue
+      if (f.batch > 0 && f.m > 0 && f.n > 0) EpiloguePass(f, num_threads, parallel_for);
+      return true;
+    }
     return RunGemm(f, num_threads, eigen_pool, parallel_for, error);
   }
   switch (g.dtype) {

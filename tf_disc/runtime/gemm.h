@@ -9,13 +9,17 @@
 // single-threaded Eigen GEMM; large dense products instead run Eigen's
 // tensor contraction on the same pool.  Skinny float products (m <= 128,
 // row-major B) skip Eigen's per-call packing of B: a register-tiled kernel
-// streams B, one task per 64-column tile.
+// streams B, one task per 64-column tile.  An epilogue (bias, activation,
+// residual: a generated elementwise kernel) runs on each tile or block of C
+// right after it is computed, instead of in a second pass over C.
 #ifndef TF_DISC_RUNTIME_GEMM_H_
 #define TF_DISC_RUNTIME_GEMM_H_
 
 #include <cstdint>
 #include <functional>
 #include <string>
+
+#include "tf_disc/runtime/disc_abi.h"
 
 namespace tf_disc {
 
@@ -29,13 +33,18 @@ struct GemmArgs {
   int64_t ldb, stride_b;
   void* c;
   int64_t ldc, stride_c;
+  // Optional (DiscRuntime::gemm_epilogue): run on every final piece of C,
+  // flat offsets epilogue_offset + b * stride_c + i * ldc + j.
+  DiscParallelFn epilogue = nullptr;
+  void* epilogue_closure = nullptr;
+  int64_t epilogue_offset = 0;
 };
 
 // parallel_for(num_blocks, cost_per_block_in_cycles, fn(begin, end)).
 using GemmParallelFor =
     std::function<void(int64_t, int64_t, const std::function<void(int64_t, int64_t)>&)>;
 
-// Runs the GEMM; false with *error set for an unsupported dtype or bad
+// Runs the GEMM (and its epilogue); false with *error set for an unsupported dtype or bad
 // arguments (nothing written then).  eigen_pool (an Eigen::ThreadPoolInterface*,
 // TF's intra-op pool; may be null) serves Eigen's tensor contraction, used for
 // large dense products: it shares packed panels between threads.

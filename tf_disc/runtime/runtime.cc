@@ -25,6 +25,7 @@ KernelRuntime::KernelRuntime(OpKernelContext* ctx)
   abi_.set_error = &KernelRuntime::SetError;
   abi_.gemm = &KernelRuntime::Gemm;
   abi_.window = &KernelRuntime::Window;
+  abi_.gemm_epilogue = &KernelRuntime::GemmEpilogue;
 }
 
 KernelRuntime::~KernelRuntime() {
@@ -183,10 +184,20 @@ int32_t KernelRuntime::Gemm(void* self_ptr, int32_t dtype, int32_t trans_a,
                             int64_t k, const void* a, int64_t lda, int64_t stride_a,
                             const void* b, int64_t ldb, int64_t stride_b, void* c,
                             int64_t ldc, int64_t stride_c) {
+  return GemmEpilogue(self_ptr, dtype, trans_a, trans_b, batch, m, n, k, a, lda, stride_a, b,
+                      ldb, stride_b, c, ldc, stride_c, nullptr, nullptr, 0);
+}
+
+int32_t KernelRuntime::GemmEpilogue(void* self_ptr, int32_t dtype, int32_t trans_a,
+                                    int32_t trans_b, int64_t batch, int64_t m, int64_t n,
+                                    int64_t k, const void* a, int64_t lda, int64_t stride_a,
+                                    const void* b, int64_t ldb, int64_t stride_b, void* c,
+                                    int64_t ldc, int64_t stride_c, DiscParallelFn epilogue,
+                                    void* closure, int64_t c_offset) {
   auto* self = static_cast<KernelRuntime*>(self_ptr);
   PoolView pool = ViewPool(self->ctx_);
   GemmArgs args{dtype, trans_a != 0, trans_b != 0, batch, m, n, k, a, lda, stride_a,
-                b, ldb, stride_b, c, ldc, stride_c};
+                b, ldb, stride_b, c, ldc, stride_c, epilogue, closure, c_offset};
   std::string error;
   if (RunGemm(args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) return 0;
   SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());

@@ -1,5 +1,7 @@
 """Host code for `dot` ops (ir/dot.py): one rt->gemm call per run of batch
-dims that share strides (usually one call), through disc_gemm_batched.
+dims that share strides (usually one call), through disc_gemm_batched; with
+an epilogue kernel (passes/gemm_epilogue.py) rt->gemm_epilogue, which runs
+the kernel on each piece of C as soon as it is computed.
 
 Operands are dense row-major buffers; each free/contract group collapses to
 one matrix dim whose stride is that of its last dim.  The transpose flag of
@@ -7,6 +9,8 @@ an operand is static: its last dim is a contract dim (lhs; rows contiguous)
 or a free dim (rhs); otherwise the GEMM reads it transposed.  Batch strides
 are 0 for absent or size-1 (at run time) dims."""
 from __future__ import annotations
+
+from typing import Callable
 
 from ..ir.core import Op, Value
 from ..ir.dot import logical_shape
@@ -17,11 +21,13 @@ namespace {
 // element strides of A, B, C: drops size-1 dims, merges dims whose strides
 // chain in all three, passes the innermost run as the GEMM's batch (or folds
 // it into M when B is shared and A/C rows continue), loops over the rest.
+// ep (may be null): the epilogue kernel, over flat offsets into C.
 inline int32_t disc_gemm_batched(const DiscRuntime* rt, int32_t dtype, int32_t ta, int32_t tb,
                                  int nb, const int64_t* bd, const int64_t* sa,
                                  const int64_t* sb, const int64_t* sc, int64_t m, int64_t n,
                                  int64_t k, const void* a, int64_t lda, const void* b,
-                                 int64_t ldb, void* c, int64_t ldc, size_t esize) {
+                                 int64_t ldb, void* c, int64_t ldc, size_t esize,
+                                 DiscParallelFn ep = nullptr, void* epc = nullptr) {
   if (m == 0 || n == 0) return 0;
   int64_t d[DISC_MAX_RANK], xa[DISC_MAX_RANK], xb[DISC_MAX_RANK], xc[DISC_MAX_RANK];
   int r = 0;
@@ -48,10 +54,13 @@ inline int32_t disc_gemm_batched(const DiscRuntime* rt, int32_t dtype, int32_t t
   for (int64_t o = 0; o < outer; ++o) {
     int64_t oa = 0, ob = 0, oc = 0;
     for (int i = 0; i < r; ++i) { oa += idx[i] * xa[i]; ob += idx[i] * xb[i]; oc += idx[i] * xc[i]; }
-    if (rt->gemm(rt->ctx, dtype, ta, tb, batch, m, n, k,
-                 a ? static_cast<const char*>(a) + oa * esize : nullptr, lda, s_a,
-                 b ? static_cast<const char*>(b) + ob * esize : nullptr, ldb, s_b,
-                 static_cast<char*>(c) + oc * esize, ldc, s_c)) return 1;
+    const void* ao = a ? static_cast<const char*>(a) + oa * esize : nullptr;
+    const void* bo = b ? static_cast<const char*>(b) + ob * esize : nullptr;
+    void* co = static_cast<char*>(c) + oc * esize;
+    if (ep ? rt->gemm_epilogue(rt->ctx, dtype, ta, tb, batch, m, n, k, ao, lda, s_a, bo, ldb,
+                               s_b, co, ldc, s_c, ep, epc, oc)
+           : rt->gemm(rt->ctx, dtype, ta, tb, batch, m, n, k, ao, lda, s_a, bo, ldb, s_b, co,
+                      ldc, s_c)) return 1;
     for (int i = r - 1; i >= 0; --i) { if (++idx[i] < d[i]) break; idx[i] = 0; }
   }
   return 0;
@@ -80,8 +89,26 @@ def _gemm_dtype(op: Op) -> str:
     return f"{dtype} | DISC_GEMM_FAST_BF16" if op.attrs.get("precision") == "bf16" else dtype
 
 
-def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
-    """Host lines for one dot (dn: DimNames, ptr: value -> C++ pointer)."""
+def emit_dot_with_epilogue(op: Op, dn, ptr: dict[Value, str], k: int, kernel: str,
+                           launch: Callable[[Callable[[str], list[str]]], list[str]]
+                           ) -> list[str]:
+    """Host lines for a dot whose epilogue is the loop kernel `kernel`:
+    launch(run) sets up the kernel's closure and calls run(closure) where
+    it would launch it (codegen/host.py); run emits the dot with it."""
+    for v in (*op.operands, op.result):  # dim locals before the kernel's scope
+        for d in v.shape:
+            dn(d)
+    for d in logical_shape(op):
+        dn(d)
+    out = list(dn.lines)
+    dn.lines = []
+    return out + launch(lambda closure: emit_dot(op, dn, ptr, k, (kernel, closure)))
+
+
+def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
+             epilogue: tuple[str, str] | None = None) -> list[str]:
+    """Host lines for one dot (dn: DimNames, ptr: value -> C++ pointer);
+    epilogue: (kernel function, closure pointer) run on C's tiles."""
     a = op.attrs
     lhs, rhs = op.operands
     res = op.result
@@ -115,6 +142,8 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     bd = od[:nb]
     t = res.dtype.ctype
 
+    ep = f", {epilogue[0]}, {epilogue[1]}" if epilogue else ""
+
     def arr(name, items):
         return f"const int64_t {name}[{max(len(items), 1)}] = {{{', '.join(items) or '0'}}};"
 
@@ -124,7 +153,7 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
             f"    const int64_t m = {m}, n = {n}, k = {kk};",
             f"    if (disc_gemm_batched(rt, {_gemm_dtype(op)}, {int(ta)}, {int(tb)}, {nb}, bd, "
             f"sa, sb, sc, m, n, k, {ptr[lhs]}, {lda}, {ptr[rhs]}, {ldb}, {ptr[res]}, {ldc}, "
-            f"sizeof({t}))) return 1;"]
+            f"sizeof({t}){ep})) return 1;"]
     for name in a.get("frees", []):
         out.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
     out.append("  }")

@@ -5,6 +5,7 @@ else rt->parallel_for with the kernel's per-element cost)."""
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from ..dtypes import DType
 from ..errors import template_text
@@ -13,7 +14,7 @@ from ..ir.opset import spec
 from ..shapes.symbolic import is_static, parse_dim
 from .cstr import c_string
 from .conv import emit_window
-from .gemm import emit_dot
+from .gemm import emit_dot, emit_dot_with_epilogue
 from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo, launch
 from .reduce import emit_cumsum, emit_reduce
@@ -244,14 +245,22 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
                     f"rt->ctx, size_t({n}) * sizeof({t}))) : nullptr;",
                     f"  if (!{r.name} && ({n}) > 0) return 1;"])
             ptr[r] = r.name
+    dots: dict[str, tuple[int, Op]] = {}  # dots that wait for their epilogue kernel
     for k, op in enumerate(func.ops):
         body += temps.get(op, [])
-        if op.name == "fusion":
+        if op.name == "fusion" and "epilogue_of" in op.attrs:  # passes/gemm_epilogue.py
+            dk, dot = dots.pop(op.attrs["epilogue_of"])
+            body += emit_dot_with_epilogue(
+                dot, dn, ptr, dk, kernels[op].name,
+                lambda run, op=op: _launch(op, kernels[op], dn, ptr, run))
+        elif op.name == "fusion":
             body += _launch(op, kernels[op], dn, ptr)
         elif op.name == "reshape":   # an alias of a dense buffer (passes/fusion.py)
             ptr[op.result] = ptr[op.operands[0]]
         elif op.name == "stitch":
             body += emit_stitch_launch(op, kernels[op], dn, ptr)
+        elif op.name == "dot" and "epilogue" in op.attrs:
+            dots[op.result.name] = (k, op)
         elif op.name == "dot":
             body += emit_dot(op, dn, ptr, k)
         elif op.name == "window":
@@ -271,7 +280,10 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
     return "\n".join(consts) + "\n", "\n".join(entry)
 
 
-def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str]) -> list[str]:
+def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str],
+            run: Callable[[str], list[str]] | None = None) -> list[str]:
+    """The kernel's closure, its launch (or run(closure): the lines of a dot
+    that runs it as its epilogue), error checks and frees."""
     shape = op.results[0].shape
     dims = [dn(d) for d in shape]
     hostvals = [dn(d) for d in k.hostvals]
@@ -303,11 +315,14 @@ def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str]) -> list[
         for od in set(range(len(dims))) - set(ld.dims):
             fast.append(f"{dims[od]} == 1")
     n = " * ".join(dims) or "1"
-    out += [f"    {c}.fast = {' && '.join(fast)};",
-            f"    const int64_t n = {n};",
-            f"    if (n > 0) {{",
-            *launch(k, c, "n"),
-            "    }"]
+    out += [f"    {c}.fast = {' && '.join(fast)};"]
+    if run is not None:  # the element-range kernel, called on C's pieces
+        out += run(f"&{c}")
+    else:
+        out += [f"    const int64_t n = {n};",
+                f"    if (n > 0) {{",
+                *launch(k, c, "n"),
+                "    }"]
     for code, msg in ERROR_MESSAGES.items():
         out.append(f"    if ({c}.err == {code}) return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
                    f"{c_string(msg)}, \"\", \"\");")

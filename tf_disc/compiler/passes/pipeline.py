@@ -17,6 +17,7 @@ from .cse import cse
 from .dce import dce
 from .fold_transpose import fold_transposes
 from .fusion import fuse
+from .gemm_epilogue import fuse_gemm_epilogues
 from .outputs import materialize_outputs
 from .sink_broadcasts import sink_broadcasts
 from .speculate import speculate
@@ -37,6 +38,7 @@ PIPELINE: list[tuple[str, Pass]] = [
     ("materialize_outputs", materialize_outputs),
     ("stitch", stitch),
     ("fuse", fuse),
+    ("gemm_epilogue", fuse_gemm_epilogues),
     ("assign_buffers", assign_buffers),
 ]
 
@@ -60,8 +62,10 @@ def run_pipeline(func: Func, dump_dir: str | None = None,
 
 
 def _launches(func: Func) -> int:
-    """Kernels and library calls (each one a pass over memory)."""
-    return sum(spec(op.name).kind in ("fusion", "library") for op in func.ops)
+    """Kernels and library calls (each one a pass over memory); a GEMM
+    epilogue kernel runs inside its GEMM (gemm_epilogue.py)."""
+    return sum(spec(op.name).kind in ("fusion", "library") and "epilogue_of" not in op.attrs
+               for op in func.ops)
 
 
 def _run(func: Func, dump_dir: str | None, passes: list[tuple[str, Pass]] | None) -> Func:
