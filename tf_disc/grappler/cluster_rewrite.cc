@@ -156,8 +156,6 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
   return absl::OkStatus();
 }
 
-using StaticDims = std::unordered_map<std::string, OutputDims>;
-
 // Records on `arg` the dims shape inference proved for `ref` (nothing when
 // none is known): they are part of the function's content hash, so clusters
 // differing only in static dims never share an executable.
@@ -339,7 +337,7 @@ absl::Status RewriteClusters(const RewriteInput& in, tensorflow::GraphDef* out,
 
   *out->mutable_versions() = graph.versions();
   *out->mutable_library() = graph.library();
-  const StaticDims facts = clusters.empty() ? StaticDims() : InferOutputDims(graph);
+  const StaticDims& facts = *in.dims;
   std::vector<ClusterPlan> plans(clusters.size());
   std::vector<NodeDef> launches;
   *rewritten = 0;
