@@ -1,7 +1,8 @@
 """blade_disc_tf's Conv2DBackpropInput / Conv2DBackpropFilter (ops/nn_conv_grad.py:
 a stride-1 window conv of the zero-dilated gradient with the flipped filter;
 one GEMM over an im2col view) versus stock TF's kernels, at ResNet-like
-gradient shapes, sizes from tf.shape in the cluster (one compile per op).
+gradient shapes, sizes from tf.shape in the cluster (one compile per op);
+the filter's shape is known (a weight), images are dynamic.
 
 Both run the same tf.function body in one process, interleaved (medians):
 stock TF is traced and optimized before blade_disc_tf is enabled.
@@ -40,7 +41,6 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=9)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
-    sig = [tf.TensorSpec([None] * 4, tf.float32)] * 3
     cases = []
     for op in ("input", "filter"):
         for n, hw, cin, cout, k, s, pad in SHAPES:
@@ -48,14 +48,15 @@ def main() -> None:
             f = tf.constant(rng.standard_normal((k, k, cin, cout)).astype(np.float32))
             dy = tf.constant(rng.standard_normal(tf.nn.conv2d(x, f, s, pad).shape)
                              .astype(np.float32))
+            sig = [tf.TensorSpec([None] * 4), tf.TensorSpec(f.shape), tf.TensorSpec([None] * 4)]
             stock = tf.function(body(op, s, pad), input_signature=sig)
             stock(x, f, dy)  # optimized before disc is enabled
-            cases.append((op, n, hw, cin, cout, k, s, pad, stock, x, f, dy))
+            cases.append((op, n, hw, cin, cout, k, s, pad, sig, stock, x, f, dy))
 
     import blade_disc_tf as disc
     disc.enable(min_cluster_size=1)
     rows, ratios = [], []
-    for op, n, hw, cin, cout, k, s, pad, stock, x, f, dy in cases:
+    for op, n, hw, cin, cout, k, s, pad, sig, stock, x, f, dy in cases:
         ours = tf.function(body(op, s, pad), input_signature=sig)
         got, want = ours(x, f, dy).numpy(), stock(x, f, dy).numpy()
         err = float(np.abs(got - want).max() / max(1.0, np.abs(want).max()))

@@ -52,7 +52,8 @@ def _check(disc, fn, cases, compiles=1, rtol=1e-4):
 
 CONFIGS = [((3, 3), 1, "VALID", 1), ((3, 3), 1, "SAME", 1), ((3, 2), 2, "SAME", 1),
            ((2, 3), (1, 2), "VALID", 1), ((1, 1), 2, "SAME", 1), ((3, 3), (2, 1), EXPLICIT, 1),
-           ((3, 3), 1, "SAME", (2, 1)), ((2, 2), 3, "VALID", 1), ((5, 4), 2, EXPLICIT, 1)]
+           ((3, 3), 1, "SAME", (2, 1)), ((2, 2), 3, "VALID", 1), ((5, 4), 2, EXPLICIT, 1),
+           ((1, 1), 1, "VALID", 1), ((1, 1), (3, 2), "VALID", 1), ((1, 1), 2, EXPLICIT, 1)]
 
 
 def _images(k, padding, dil):
@@ -82,6 +83,32 @@ def test_backprop_filter(disc, k, strides, padding, dil):
         return tf.raw_ops.Conv2DBackpropFilter(input=x, filter_sizes=tf.shape(f),
                                                out_backprop=dy, **attrs)
     _check(disc, fn, _cases(_images(k, padding, dil), k, 3, 5, attrs))
+
+
+@pytest.mark.parametrize("strides,padding", [(1, "VALID"), (2, "SAME"), ((3, 2), "VALID")])
+def test_pointwise_backprop_input_is_a_gemm(disc, tmp_path, strides, padding):
+    """A 1x1 filter of known shape (a weight): a GEMM spread out by the
+    strides, no window op."""
+    import glob
+    attrs = _attrs(strides, padding, 1)
+    disc.enable(min_cluster_size=1, dump_dir=str(tmp_path / "dump"))
+    try:
+        @tf.function(input_signature=[tf.TensorSpec([None] * 4), tf.TensorSpec([1, 1, 3, 5]),
+                                      tf.TensorSpec([None] * 4)])
+        def fn(x, f, dy):
+            return tf.raw_ops.Conv2DBackpropInput(input_sizes=tf.shape(x), filter=f,
+                                                  out_backprop=dy, **attrs)
+        for x, f, dy in _cases(IMAGES, (1, 1), 3, 5, attrs):
+            want = tf.raw_ops.Conv2DBackpropInput(input_sizes=x.shape, filter=f,
+                                                  out_backprop=dy, **attrs)
+            _close(fn(x, f, dy), want, 1e-4)
+    finally:
+        disc.enable(dump_dir=None)
+    st = disc.stats()
+    assert total(st, "fallbacks") == 0 and total(st, "compiles") == 1, st
+    (ir,) = glob.glob(str(tmp_path / "dump" / "disc_cluster_*" / "*" / "ir_00_input.mlir"))
+    text = open(ir).read()
+    assert " dot(" in text and " window(" not in text, text
 
 
 def test_wide_channels_and_f64(disc):

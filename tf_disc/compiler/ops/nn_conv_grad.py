@@ -5,7 +5,8 @@ so gradient graphs cluster instead of splitting at every convolution.
   ops/nn_conv.py) of the output gradient, dilated by the strides (zeros
   between rows/columns: a pad of a [N,OH,1,OW,1,C] reshape) and padded by
   effective_filter - 1 - pad_before, with the filter flipped in H and W and
-  its in/out channels swapped (a `view` with negative strides).
+  its in/out channels swapped (a `view` with negative strides); a 1x1
+  filter is a GEMM whose result is spread out by the strides.
 - Backprop filter is one GEMM: the patches of the padded input (a `view`
   [N,OH,OW,KH,KW,Ci] with overlapping strides, im2col) contracted with the
   output gradient over N, OH, OW.
@@ -47,10 +48,12 @@ class _Geometry:
         self.eff = dim_add(dim_mul(dim_sub(k, "1"), str(dilation)), "1")
         self.out = window_out_dim(size, k, stride, dilation, padding, lo, hi)
         if padding == "SAME":
-            total = dim_max(dim_sub(dim_add(dim_mul(dim_sub(self.out, "1"), str(stride)),
-                                            self.eff), size), "0")
-            self.before, self.after = dim_floordiv(total, "2"), dim_sub(total,
-                                                                       dim_floordiv(total, "2"))
+            # Stride 1: out == size; a 1x1 filter: (out - 1) * stride < size.
+            simple = stride == 1 or self.eff == "1"
+            total = dim_max(dim_sub(self.eff, "1") if simple else dim_sub(
+                dim_add(dim_mul(dim_sub(self.out, "1"), str(stride)), self.eff), size), "0")
+            self.before = dim_floordiv(total, "2")
+            self.after = dim_sub(total, self.before)
         else:
             self.before, self.after = str(lo), str(hi)
 
@@ -112,6 +115,8 @@ def lower_backprop_input(b, node, xs):
            "filter and out_backprop must have the same out_depth")
     _check_out_backprop(b, node, dy, geo)
     shape = tuple(b.env.canon(d) for d in sizes)
+    if f.shape[:2] == ("1", "1") and all(g.before == "0" for g in geo):
+        return [_pointwise_backprop_input(b, node, f, dy, geo, shape)]
     dil = _dilate(b, dy, geo[0].stride, geo[1].stride)
     padded = tuple(dim_add(g.size, dim_sub(g.eff, "1")) for g in geo)
     lo = ["0"] + [dim_sub(dim_sub(g.eff, "1"), g.before) for g in geo] + ["0"]
@@ -121,6 +126,18 @@ def lower_backprop_input(b, node, xs):
                    padding="VALID", pads=[0, 0, 0, 0], strides=[1, 1],
                    dilations=[g.dilation for g in geo], ksize=list(f.shape[:2]),
                    node=node.name, op=node.op)]
+
+
+def _pointwise_backprop_input(b, node, f, dy, geo, shape):
+    """1x1 filter, no padding before: dy . filter^T (a GEMM) spread out by
+    the strides, instead of a convolution over stride^2 mostly-zero rows."""
+    from .matmul import emit_dot
+    f2 = b.emit("reshape", [f], f.dtype, f.shape[2:])
+    y = _dilate(b, emit_dot(b, node, dy, f2, [], [], [0, 1, 2], [3], [1], [0]),
+                geo[0].stride, geo[1].stride)
+    if all(b.env.known_equal(u, v) for u, v in zip(y.shape, shape)):
+        return y
+    return b.emit("pad", [y, b.constant(0, y.dtype)], y.dtype, shape, lo=["0"] * 4)
 
 
 def lower_backprop_filter(b, node, xs):
