@@ -6,6 +6,8 @@ on [B, S, 768] for S from 16 to 512.  Stock TF, XLA (jit_compile, warmed
 up for every shape: steady state, compiles not counted) and blade_disc_tf
 run in one process, interleaved; stock and XLA functions are traced before
 disc.enable(), so Grappler never hands them to our optimizer.
+`floor` is a stock tf.function of the same signature returning its input
+(the per-call cost no compiled kernel removes): tf/floor bounds tf/disc.
 
     python benchmarks/fusion_micro.py [--batch 4] [--repeats 20] [--no-xla] [--threads N]
 """
@@ -65,6 +67,8 @@ def main() -> None:
               for s in args.seq}
 
     modes = {"tf": {n: make_function(cases[n]) for n in names}}
+    floor = make_function(lambda x, b: tf.identity(x))
+    modes["floor"] = {n: floor for n in names}
     if not args.no_xla:
         modes["xla"] = {n: make_function(cases[n], jit=True) for n in names}
     for fns in modes.values():        # traced (and XLA-compiled) before disc is enabled
@@ -96,7 +100,10 @@ def measure_rows(modes: dict, names: list, inputs: dict, batch: int, repeats: in
                                       repeats, inner)
             row = {"case": n, "shape": f"{batch}x{s}x{HIDDEN}"}
             row.update({f"{m}_us": med[m] * 1e6 for m in modes})
-            row.update({f"{m}/disc": med[m] / med["disc"] for m in modes if m != "disc"})
+            row.update({f"{m}/disc": med[m] / med["disc"] for m in modes
+                        if m not in ("disc", "floor")})
+            if "floor" in med:
+                row["tf/floor"] = med["tf"] / med["floor"]
             rows.append(row)
     return rows
 

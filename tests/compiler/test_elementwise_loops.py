@@ -1,5 +1,6 @@
 """The three kernel loops (flat, rows, general) and the prelude math against
-TF, on sizes big enough that the harness's parallel_for splits the range in
+TF, on sizes big enough (about 3e4 elements of ~2.5 estimated cycles each)
+that kernels go to the harness's parallel_for, which splits the range in
 the middle of rows."""
 import numpy as np
 import pytest
@@ -13,11 +14,11 @@ def _gelu_gate(x, y):
 
 
 CASES = [
-    ((3, 37, 101), (101,)),            # bias add: row loop
+    ((3, 111, 101), (101,)),           # bias add: row loop
     ((2, 3, 40, 130), (2, 1, 40, 130)),  # broadcast in a middle dim: row loop, outer wrap
-    ((4, 50, 60), (4, 50, 1)),         # broadcast along the last dim: general loop
-    ((5, 7, 9), (5, 7, 9)),            # flat loop
-    ((2, 300, 3), (3,)),               # short rows (< 4): general loop
+    ((4, 150, 60), (4, 150, 1)),       # broadcast along the last dim: general loop
+    ((50, 70, 9), (50, 70, 9)),        # flat loop
+    ((2, 5000, 3), (3,)),              # short rows (< 4): general loop
 ]
 
 

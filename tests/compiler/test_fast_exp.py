@@ -22,17 +22,24 @@ extern "C" __attribute__((visibility("default")))
 void fast_exp(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = disc_exp_fast(x[i]);
 }
+extern "C" __attribute__((visibility("default")))
+void fast_exp_nonpos(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = disc_exp_fast_nonpos(x[i]);
+}
 '''
 
 
 @pytest.fixture(scope="module")
-def fast_exp(tmp_path_factory):
+def exp_lib(tmp_path_factory):
     d = tmp_path_factory.mktemp("fast_exp")
     src, lib = os.path.join(d, "fast_exp.cc"), os.path.join(d, "fast_exp.so")
     with open(src, "w") as f:
         f.write(PRELUDE + _LOOP)
     subprocess.run(compile_command(os.environ.get("CXX", "c++"), src, lib), check=True)
-    fn = ctypes.CDLL(lib).fast_exp
+    return ctypes.CDLL(lib)
+
+
+def _runner(fn):
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
 
     def run(x: np.ndarray) -> np.ndarray:
@@ -41,6 +48,16 @@ def fast_exp(tmp_path_factory):
         fn(x.ctypes.data, y.ctypes.data, x.size)
         return y
     return run
+
+
+@pytest.fixture(scope="module")
+def fast_exp(exp_lib):
+    return _runner(exp_lib.fast_exp)
+
+
+@pytest.fixture(scope="module")
+def fast_exp_nonpos(exp_lib):
+    return _runner(exp_lib.fast_exp_nonpos)
 
 
 def _ulp_error(got: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -79,6 +96,15 @@ def test_specials(fast_exp):
     assert _ulp_error(fast_exp(edge), edge).max() <= 1.5
 
 
+def test_nonpos_variant_matches_on_its_domain(fast_exp, fast_exp_nonpos):
+    # softmax's exp(x - rowmax): x <= 0 or NaN; same bits as disc_exp_fast
+    bits = np.arange(np.float32(0).view(np.int32), np.float32(-1e30).view(np.int32), 97,
+                     dtype=np.int32)
+    x = np.concatenate([bits.view(np.float32) * np.float32(-1),
+                        np.array([0.0, -0.0, -np.inf, np.nan, -np.nan, -87.0, -86.98], np.float32)])
+    np.testing.assert_array_equal(fast_exp_nonpos(x), fast_exp(x))
+
+
 def _kernel_source(fn, dtype) -> str:
     spec = tf.TensorSpec([None, None], dtype)
     fdef = tf.function(fn, input_signature=[spec]).get_concrete_function().function_def
@@ -90,12 +116,13 @@ def _kernel_source(fn, dtype) -> str:
 @pytest.mark.parametrize("dtype,fast", [(tf.float32, True), (tf.float16, True),
                                         (tf.bfloat16, True), (tf.float64, False)])
 def test_softmax_uses_fast_exp_only_where_tf_runs_onednn(dtype, fast):
-    """f32 Softmax/LogSoftmax (half types compute in f32) call disc_exp_fast;
-    f64 and tf.exp itself keep Eigen's bitwise disc_exp."""
+    """f32 Softmax/LogSoftmax (half types compute in f32) call disc_exp_fast,
+    as its x - rowmax(x) variant; f64 and tf.exp itself keep Eigen's
+    bitwise disc_exp, and an exp of anything else the clamped one."""
     body = lambda src: src[src.index("}  // namespace"):]   # the kernels, not the prelude
     for fn in (tf.nn.softmax, tf.nn.log_softmax):
         src = body(_kernel_source(lambda x: fn(x) * x, dtype))
-        assert ("disc_exp_fast(" in src) == fast
+        assert ("disc_exp_fast_nonpos(" in src) == fast
         assert ("disc_exp(" in src) != fast
     src = body(_kernel_source(lambda x: tf.exp(x) * x, dtype))
-    assert "disc_exp(" in src and "disc_exp_fast(" not in src
+    assert "disc_exp(" in src and "disc_exp_fast" not in src

@@ -43,7 +43,8 @@ def test_support_table_format():
     ops = table["ops"]
     assert len(ops) == len(registry.REGISTRY)
     for name, entry in ops.items():
-        assert set(entry) == {"type_attrs", "attr_values", "const_inputs"}
+        assert set(entry) == {"type_attrs", "attr_values", "const_inputs", "value_inputs"}
+        assert not set(entry["const_inputs"]) & set(entry["value_inputs"])
         for attr, enums in entry["type_attrs"].items():
             assert enums and all(isinstance(e, int) for e in enums)
     assert ops["BiasAdd"]["attr_values"] == {"data_format": ["NHWC"]}
@@ -51,3 +52,7 @@ def test_support_table_format():
     assert ops["Exp"]["type_attrs"] == {"T": [1, 2, 19, 14]}  # float, double, half, bfloat16
     assert ops["LogicalAnd"]["type_attrs"] == {}
     assert "Conv3D" not in ops
+    # sizes are read at run time; a permutation stays a key value
+    assert ops["Reshape"]["value_inputs"] == [1] and ops["Reshape"]["const_inputs"] == []
+    assert ops["StridedSlice"]["const_inputs"] == [3]
+    assert ops["Transpose"]["const_inputs"] == [1]

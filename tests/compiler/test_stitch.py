@@ -284,7 +284,9 @@ def test_row_reduce_lanes_every_tail(compiler, dtype):
     # them per step): each mix of wide loop, one-register loop and scalar
     # tail, with NaN/inf/huge entries in every position class
     exe, out_dt = compiler.executable(row_reductions, [tf.TensorSpec([None, None], dtype)])
-    for n in [1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 80, 127, 130, 200]:
+    # (1023..3089: float sums cross codegen/stitch.py's SUM_BLOCK)
+    for n in [1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 80, 127, 130, 200,
+              1023, 1024, 1025, 1040, 2048 + 17, 3089]:
         x = (rng.standard_normal((6, n)) * 3).astype(dtype.as_numpy_dtype)
         x[1, rng.integers(n)] = np.nan
         x[2, n - 1] = np.inf
@@ -295,3 +297,45 @@ def test_row_reduce_lanes_every_tail(compiler, dtype):
         for k, (g, w) in enumerate(zip(got, want)):
             np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=f"n={n} out {k}")
             np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6, err_msg=f"n={n} out {k}")
+
+
+def row_sums(x):
+    return tf.reduce_sum(x, -1), tf.reduce_mean(x * x, -1)
+
+
+def test_long_float_row_sums_stay_accurate(compiler):
+    # float lanes are folded into double every SUM_BLOCK elements: rows far
+    # longer than a block (a large offset; a huge first element that
+    # absorbs what a float-only lane would add to it) stay within a few
+    # float ulps of the exact float64 sum (float-only lanes: 1.5e-5 off)
+    exe, out_dt = compiler.executable(row_sums, [tf.TensorSpec([None, None], F)])
+    for n in [5000, 100003]:
+        x = (1000.0 + rng.standard_normal((3, n))).astype(np.float32)
+        x[1] = 1.0 + 0.1 * rng.standard_normal(n)
+        x[1, 0] = 1e8      # float lanes drop every later 1.0 added to it
+        got = exe([x], out_dt)
+        x64 = x.astype(np.float64)
+        for g, w in zip(got, [x64.sum(-1), (x64 * x64).mean(-1)]):
+            np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=f"n={n}")
+
+
+def _shift_exp_ir(shift_of: str) -> str:
+    return f"""func @f(%arg0: f32[s0,s1], %arg1: f32[s0,s1]) {{
+  %v0 = reduce(%{shift_of}) {{"dimensions": [1],"kind": "max_ignore_nan"}} : f32[s0,1]
+  %v1 = broadcast_in_dim(%v0) {{"broadcast_dimensions": [0,1]}} : f32[s0,s1]
+  %v2 = subtract(%arg0, %v1) : f32[s0,s1]
+  %v3 = exponential(%v2) {{"fast": true}} : f32[s0,s1]
+  %v4 = reduce(%v3) {{"dimensions": [1],"kind": "sum"}} : f32[s0,1]
+  return(%v4)
+}}
+"""
+
+
+@pytest.mark.parametrize("shift_of,nonpos", [("arg0", True), ("arg1", False)])
+def test_exp_of_x_minus_its_row_max_drops_the_upper_clamp(shift_of, nonpos):
+    # x - max(x) <= 0: disc_exp_fast_nonpos; x - max(y) may be positive
+    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    (st,) = _stitches(verify(stitch(parse_func(_shift_exp_ir(shift_of)))))
+    src = build_stitch(st, {}, 0).source
+    assert ("disc_exp_fast_nonpos(" in src) == nonpos
+    assert ("disc_exp_fast(" in src) != nonpos

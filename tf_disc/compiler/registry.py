@@ -6,11 +6,11 @@ from __future__ import annotations
 from .errors import Unsupported
 from .ops import (binary, bucketize, gather_nd, grads, matmul, misc, nn_conv, nn_norm, quantize,
                   nn_conv_grad, reduce, select, shape_ops, unary)
-from .ops import band_part, half
+from .ops import band_part, half, segment
 from .ops.rule import OpRule
 
 FAMILIES = (unary, binary, select, misc, matmul, shape_ops, reduce, grads, bucketize, gather_nd,
-            quantize, nn_conv, nn_conv_grad, nn_norm, band_part)
+            quantize, nn_conv, nn_conv_grad, nn_norm, band_part, segment)
 
 
 def _build() -> dict[str, OpRule]:
@@ -34,12 +34,13 @@ def lookup(op: str) -> OpRule:
 
 
 def support_table() -> dict:
-    """{"ops": {name: {"type_attrs", "attr_values", "const_inputs"}}}."""
+    """{"ops": {name: {"type_attrs", "attr_values", "const_inputs", "value_inputs"}}}."""
     ops = {}
     for name, rule in sorted(REGISTRY.items()):
         ops[name] = {
             "type_attrs": {a: [d.tf_enum for d in ts] for a, ts in rule.type_attrs.items()},
             "attr_values": {a: list(vs) for a, vs in rule.attr_values.items()},
             "const_inputs": list(rule.const_inputs),
+            "value_inputs": list(rule.value_inputs),
         }
     return {"ops": ops}

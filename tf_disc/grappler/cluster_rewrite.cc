@@ -100,11 +100,28 @@ std::unordered_set<std::string> ColocationTargets(
   return names;
 }
 
+using StaticDims = std::unordered_map<std::string, OutputDims>;
+
+// Longest vector input the executable reads as run-time dims (compiler's
+// frontend/lower.py MAX_VALUE_ELEMENTS): a proven scalar or short vector
+// needs no cache-key value.
+constexpr int64_t kMaxValueElements = 8;
+
+bool ProvenSmallShape(const StaticDims& facts, const std::string& producer, int port) {
+  auto it = facts.find(producer);
+  if (it == facts.end() || port >= static_cast<int>(it->second.dims.size()) ||
+      !it->second.known_rank[port]) {
+    return false;
+  }
+  const std::vector<int64_t>& dims = it->second.dims[port];
+  return dims.empty() || (dims.size() == 1 && dims[0] >= 0 && dims[0] <= kMaxValueElements);
+}
+
 absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
                          const std::vector<int>& members,
                          const std::vector<int>& cluster_of,
                          const std::unordered_set<std::string>& coloc,
-                         ClusterPlan* plan) {
+                         const StaticDims& facts, ClusterPlan* plan) {
   const GraphIndex& index = *in.index;
   const tensorflow::GraphDef& graph = *index.graph;
   std::map<TensorRef, int> arg_index;
@@ -132,7 +149,9 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
         plan->args.push_back(ref);
         plan->arg_types.push_back(tensorflow::BaseType(in_types[e.dst_port]));
       }
-      if (support && support->const_inputs.count(e.dst_port)) {
+      if (support && (support->const_inputs.count(e.dst_port) ||
+                      (support->value_inputs.count(e.dst_port) &&
+                       !ProvenSmallShape(facts, graph.node(e.src).name(), e.src_port)))) {
         const_args.insert(it->second);
       }
     }
@@ -344,7 +363,7 @@ absl::Status RewriteClusters(const RewriteInput& in, tensorflow::GraphDef* out,
   for (size_t c = 0; c < clusters.size(); ++c) {
     ClusterPlan& plan = plans[c];
     absl::Status s = PlanCluster(in, static_cast<int>(c), clusters[c],
-                                 cluster_of, coloc, &plan);
+                                 cluster_of, coloc, facts, &plan);
     tensorflow::FunctionDef fdef;
     if (s.ok()) {
       s = BuildFunction(BuildBody(index, clusters[c], cluster_of,

@@ -185,11 +185,14 @@ bool SetSupportTableFromJson(const std::string& text, std::string* error) {
         }
       }
     }
-    if (const json::Value* ci = op.second.Find("const_inputs")) {
-      if (!ci->is_array()) { *error = op.first + ": bad const_inputs"; return false; }
+    for (const char* field : {"const_inputs", "value_inputs"}) {
+      const json::Value* ci = op.second.Find(field);
+      if (ci == nullptr) continue;
+      std::set<int>& into = field[0] == 'c' ? support.const_inputs : support.value_inputs;
+      if (!ci->is_array()) { *error = op.first + ": bad " + field; return false; }
       for (const auto& i : ci->items()) {
-        if (!i.is_integer() || i.as_int() < 0) { *error = op.first + ": bad const_inputs"; return false; }
-        support.const_inputs.insert(static_cast<int>(i.as_int()));
+        if (!i.is_integer() || i.as_int() < 0) { *error = op.first + ": bad " + field; return false; }
+        into.insert(static_cast<int>(i.as_int()));
       }
     }
     table->ops_[op.first] = std::move(support);

@@ -21,6 +21,9 @@ struct OpSupport {
   std::map<std::string, std::set<std::string>> attr_values;
   // Inputs whose values the compiler needs.
   std::set<int> const_inputs;
+  // Inputs the executable can read at run time when their shape is proven
+  // (a scalar or a short vector); otherwise treated as const_inputs.
+  std::set<int> value_inputs;
 };
 
 class SupportTable {

@@ -12,12 +12,12 @@ from ..ir.core import Func, Op, Value
 from ..ir.opset import spec
 from ..shapes.symbolic import is_static, parse_dim
 from .cstr import c_string
-from .dispatch import emit_launch
 from .conv import emit_window
 from .gemm import emit_dot
 from .index_ops import GATHER_ERROR
-from .kernel import KernelInfo
+from .kernel import KernelInfo, launch
 from .reduce import emit_cumsum, emit_reduce
+from .segment import emit_segment_reduce
 from .stitch import StitchInfo, emit_stitch_launch
 from .prelude import ERROR_MESSAGES
 
@@ -47,7 +47,8 @@ class DimNames:
         if p[0] == "sym":
             raise KeyError(f"symbol {d} is not read from any input")
         if p[0] == "expr":
-            expr = _range_len(p[2]) if p[1] == "rangelen" else \
+            expr = _range_len(p[2]) if p[1] == "rangelen" else _input_value(p[2]) \
+                if p[1] == "val" else _segment_count(p[2]) if p[1] == "segcount" else \
                 _dim_expr(p[1], [self(x) for x in p[2]])
             name = f"d{len(self.names)}"
             self.lines.append(f"  const int64_t {name} = {expr};")
@@ -80,6 +81,22 @@ def _range_len(parts: list[str]) -> str:
                 f"if (d == 0 || !(d > 0 ? l > s : s > l)) return int64_t(0); "
                 "return int64_t(std::ceil(std::abs((l - s) / d)));")
     return f"[&]() -> int64_t {{ {body} }}()"
+
+
+def _input_value(parts: list[str]) -> str:
+    """Element k of input i (a scalar, or a vector whose static length
+    the entry checked before any dim is computed)."""
+    from ..dtypes import from_tf
+    i, k, t = (int(x) for x in parts)
+    return f"int64_t(static_cast<const {from_tf(t).ctype}*>(inputs[{i}].data)[{k}])"
+
+
+def _segment_count(parts: list[str]) -> str:
+    """Last element + 1 of vector input i, 0 when it is empty."""
+    from ..dtypes import from_tf
+    i, t = (int(x) for x in parts)
+    return (f"(inputs[{i}].dims[0] > 0 ? int64_t(static_cast<const {from_tf(t).ctype}*>("
+            f"inputs[{i}].data)[inputs[{i}].dims[0] - 1]) + 1 : int64_t(0))")
 
 
 def _dim_expr(fn: str, a: list[str]) -> str:
@@ -238,6 +255,8 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
             body += emit_reduce(op, dn, ptr, k)
         elif op.name == "cumsum":
             body += emit_cumsum(op, dn, ptr, k)
+        elif op.name == "segment_reduce":
+            body += emit_segment_reduce(op, dn, ptr, k)
     body.append("  return 0;")
     if entry_name:
         entry = [f"int32_t {entry_name}(const DiscRuntime* rt, const DiscBuffer* inputs, "
@@ -282,7 +301,7 @@ def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str]) -> list[
     out += [f"    {c}.fast = {' && '.join(fast)};",
             f"    const int64_t n = {n};",
             f"    if (n > 0) {{",
-            *emit_launch("n", str(k.cost), k.name, f"&{c}"),
+            *launch(k, c, "n"),
             "    }"]
     for code, msg in ERROR_MESSAGES.items():
         out.append(f"    if ({c}.err == {code}) return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "

@@ -5,7 +5,10 @@ strided load actually broadcasts: vectorizable), a row loop (every strided
 load is contiguous along the last dim, e.g. a bias add: the inner loop is
 vectorizable), and a general loop that walks a multi-index with per-load
 strides (stride 0 for size-1 dims).
-The host (host.py) fills the closure struct and picks the loop.
+The host (host.py) fills the closure struct and picks the loop; `launch`
+runs the kernel over chunks of CHUNK elements, each costing `cost` cycles
+(ops.cost is in eighths of a cycle per element), so parallel_for sees the
+kernel's measured cycles, the same model as stitch kernels.
 """
 from __future__ import annotations
 
@@ -14,7 +17,15 @@ import dataclasses
 from ..ir.core import Op, Value
 from ..ir.opset import spec
 from . import ops as optable
+from .dispatch import emit_launch
 from .index_ops import IndexCtx, emit_index
+
+# Elements per parallel_for unit: one unit of work costs `cost` cycles.
+CHUNK = optable.UNITS_PER_CYCLE
+# ops.cost units of memory traffic per element: 0.3-0.4 cycles measured for
+# one load and one store ((x + 0.5) * 1.5, data in L2).
+LOAD_COST = 1
+STORE_COST = 2
 
 
 @dataclasses.dataclass
@@ -31,7 +42,7 @@ class KernelInfo:
     rank: int
     buffers: list[Value]     # external values read from memory (field p<k>)
     loads: list[Load]        # strided loads (field st<j>)
-    cost: int
+    cost: int                # cycles per CHUNK elements (ops.cost units per element)
     source: str = ""
     # Index ops (codegen/index_ops.py): dims the host passes in (field h),
     # whether the kernel needs the multi-index loop, gather error fields.
@@ -89,7 +100,7 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
             info.needs_idx = True
             stmts_slow.append(f"const {t} {res.name} = {emit_index(inner, ictx)};")
             exprs[res] = (res.name, res.name)
-            cost += 2
+            cost += 2 * CHUNK  # a div/mod of the flat index per dim: a scalar loop
             continue
         if inner.name == "broadcast_in_dim":
             (x,) = inner.operands
@@ -113,8 +124,8 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
         stmts_fast.append(f"const {t} {res.name} = {fast};")
         stmts_slow.append(f"const {t} {res.name} = {slow};")
         exprs[res] = (res.name, res.name)
-        cost += optable.cost(inner.name)
-    info.cost = max(cost, 1) + len(op.results)
+        cost += optable.cost(inner.name, fast)
+    info.cost = max(cost + LOAD_COST * len(info.buffers) + STORE_COST * len(op.results), 1)
     info.hostvals, info.uses_gather = ictx.hostvals, ictx.uses_gather
     for m, v in enumerate(op.region.outputs):
         f, s = operand(v)
@@ -124,6 +135,14 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
         stmts_fast = []
     info.source = _render(info, stmts_fast, stmts_slow)
     return info
+
+
+def launch(info: KernelInfo, c: str, n: str) -> list[str]:
+    """C++ lines running kernel closure `c` over n > 0 elements, inline or
+    split by parallel_for in CHUNK-element units of info.cost cycles."""
+    return [f"      {c}.n = {n};",
+            *emit_launch(f"({n} + {CHUNK - 1}) / {CHUNK}", str(info.cost),
+                         f"{info.name}_chunks", f"&{c}")]
 
 
 def _row_stmts(info: KernelInfo, slow: list[str]) -> list[str]:
@@ -147,6 +166,7 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
         fields.append(f"  int64_t h[{len(info.hostvals)}];")
     if info.uses_gather:
         fields.append("  int64_t bad_pos, bad_val;")
+    fields.append("  int64_t n;")
     fields.append("  bool fast;")
     fields.append("  int32_t err;")
     nl = len(info.loads)
@@ -186,6 +206,10 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
                   "      }"]
     lines += ["    }", "  }",
               "  if (err) __atomic_store_n(&c.err, err, __ATOMIC_RELAXED);",
+              "}", "",
+              f"void {info.name}_chunks(void* closure, int64_t begin, int64_t end) {{",
+              f"  const int64_t n = static_cast<{info.name}_args*>(closure)->n;",
+              f"  {info.name}(closure, begin * {CHUNK}, end * {CHUNK} < n ? end * {CHUNK} : n);",
               "}", ""]
     return "\n".join(lines)
 

@@ -1,5 +1,5 @@
 """The op table: IR op -> C++ expression (one tiny function per op), and a
-rough per-element cost in cycles used for the parallel_for grain.
+measured per-element cost (eighths of a cycle) used for the parallel_for grain.
 
 Each function gets the operand expressions, the Op and the C++ result type.
 Ops that can fail use the kernel-local `err` (see prelude.py).
@@ -103,27 +103,36 @@ EXPR: dict[str, Emit] = {
         f"disc_convert<{t}, {op.operands[0].dtype.ctype}>({a[0]})"),
 }
 
-# Scalar libm calls: the loop around them does not vectorize.
-_LIBM = {"sine", "cosine", "tan", "power", "atan2", "floor_mod_float"}
-# Vectorized prelude math (Eigen's algorithms, 16 floats per AVX-512 op).
-_VECTOR_MATH = {"exponential", "exponential_minus_one", "log", "log_plus_one", "tanh",
-                "logistic", "elu", "selu", "softplus", "erf", "erfc"}
-_MEDIUM = {"divide", "sqrt", "rsqrt", "reciprocal", "div_no_nan", "floor_div_float"}
-_INT_DIV = {"div_int", "floor_div_int", "floor_mod_int", "power_int"}
+# Per-element cost in UNITS_PER_CYCLE-ths of a cycle, measured on one
+# thread (AVX-512, 2.6 GHz, data in L2; slope of (x+0.5)*1.5 with the op
+# added, base kernel subtracted).  Cheap arithmetic is one 16-lane
+# instruction, 1/16 cycle: 0 here; the kernel adds the memory traffic.
+UNITS_PER_CYCLE = 8
+_COST = {
+    # vectorized prelude math (Eigen's algorithms), cycles: tanh 0.1,
+    # logistic 0.3, erf 0.2, exp 0.3-0.6, log 0.5, elu/selu 0.5, log1p 0.85,
+    # erfc 1.55 (gelu's erf form)
+    "tanh": 1, "logistic": 2, "erf": 2, "exponential": 4, "log": 4, "elu": 4,
+    "selu": 4, "log_plus_one": 7, "erfc": 12,
+    # do not vectorize: expm1 44, softplus 90 (both measured, not Eigen's 1)
+    "exponential_minus_one": 352, "softplus": 720,
+    # scalar libm: sin 17, cos 29, tan 28, floor_mod 32, pow 8, atan2 84
+    "sine": 136, "cosine": 232, "tan": 224, "floor_mod_float": 256, "power": 64,
+    "atan2": 672,
+    # integer division with TF's checks: a scalar loop, 22 cycles
+    "div_int": 176, "floor_div_int": 176, "floor_mod_int": 176, "power_int": 176,
+    # divide/sqrt: 0.05-0.15 cycles next to the memory traffic
+    "divide": 1, "sqrt": 1, "rsqrt": 1, "reciprocal": 1, "div_no_nan": 1,
+    "floor_div_float": 1,
+}
 
 
-def cost(name: str) -> int:
-    """Rough cycles per element of the vectorized loop (TF's Shard uses the
-    same unit: about 100k cycles of work before a second thread pays off).
-    Cheap arithmetic is nearly free next to the memory traffic, which the
-    kernel adds per output."""
-    if name in _LIBM:
-        return 20
-    if name in _INT_DIV:
-        return 5
-    if name in _VECTOR_MATH:
-        return 3
-    return 1 if name in _MEDIUM else 0
+def cost(name: str, expr: str = "") -> int:
+    """Measured cost of one element of op `name` (1/UNITS_PER_CYCLE cycles);
+    given its C++ `expr`, a power lowered to products (_power) is cheap."""
+    if name == "power" and expr and "std::pow" not in expr:
+        return 0
+    return _COST.get(name, 0)
 
 
 def emit(op: Op, args: list[str], ctype: str) -> str:

@@ -3,7 +3,8 @@
 Rows run in parallel; each row runs a short sequence of phases.  Phase p
 is one vectorized loop over the row computing the row values that depend on
 p reductions; the row reductions of phase p then run over their (cached)
-inputs with 8 independent accumulators, and the per-row values they feed are
+inputs in vector registers of independent lanes (f32 sums: float lanes
+folded into double per block), and the per-row values they feed are
 computed before phase p + 1.  Row values read in a later phase are kept in
 a per-chunk scratch row (malloc'ed once per parallel chunk), so each input
 row is read from memory once and stays in cache for all of its phases.
@@ -39,8 +40,21 @@ class StitchInfo:
     row_shape: list[str]
     buffers: list[Value] = dataclasses.field(default_factory=list)
     loads: list[RowLoad] = dataclasses.field(default_factory=list)
-    cost: int = 1
+    cost: int = 1     # ops.cost units per row element (see row_cost)
     source: str = ""
+
+
+# ops.cost units per measured cycle (shared with loop kernels): the row
+# loops run from L1 and vectorize fully, so a softmax row (8 units per
+# element) takes 0.8 cycles per element and a LayerNorm row (4 units) 0.4
+# (single thread, [4,512,768]).  Unscaled, parallel_for split 16 us of rows
+# over two threads, and a waking worker on a busy machine cost more than the rows.
+UNITS_PER_CYCLE = optable.UNITS_PER_CYCLE
+
+
+def row_cost(info: StitchInfo, row_len: str) -> str:
+    """C++ expression: estimated cycles of one row (parallel_for's unit)."""
+    return f"({row_len} * {info.cost} + {UNITS_PER_CYCLE - 1}) / {UNITS_PER_CYCLE} + 1"
 
 
 class _Emitter:
@@ -122,6 +136,7 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
                     o.name == "reduce" or em.phase[o.result] > em.phase[x] and x not in loads):
                 scratch.append(x)
     t_of = {r: r.dtype.ctype for o in region.ops for r in o.results}
+    producer = {r: o for o in region.ops for r in o.results}
     cost = 0
     body: list[str] = []
     per_row_done: set[Value] = set()
@@ -142,7 +157,10 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
             return []
         em.expr[r] = r.name
         args = [operand(x, ph) for x in o.operands]
-        return [f"const {t_of[r]} {r.name} = {optable.emit(o, args, t_of[r])};"]
+        e = optable.emit(o, args, t_of[r])
+        if e.startswith("disc_exp_fast(") and _minus_row_max(o.operands[0], producer):
+            e = e.replace("disc_exp_fast(", "disc_exp_fast_nonpos(", 1)
+        return [f"const {t_of[r]} {r.name} = {e};"]
 
     def per_row_ops(ph: int) -> list[str]:
         lines = []
@@ -183,6 +201,22 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
     info.cost = cost + 1 + len(region.outputs)
     info.source = _render(info, scratch, body)
     return info
+
+
+def _minus_row_max(v: Value, producer: dict[Value, Op]) -> bool:
+    """v = a - broadcast(max of a over the row) (softmax's shift): <= 0 or
+    NaN, as max/max_ignore_nan reduce every element of the row of a."""
+    sub = producer.get(v)
+    if sub is None or sub.name != "subtract":
+        return False
+    a, b = sub.operands
+    bc = producer.get(b)
+    if bc is None or bc.name != "broadcast_in_dim":
+        return False
+    red = producer.get(bc.operands[0])
+    return red is not None and red.name == "reduce" and red.operands[0] is a \
+        and red.attrs["kind"] in ("max", "max_ignore_nan") \
+        and list(bc.attrs["broadcast_dimensions"]) == list(range(red.result.type.rank))
 
 
 def _row_invariant(em: _Emitter, ops: list[Op], outputs: dict) -> set[Value]:
@@ -230,6 +264,8 @@ def _row_reduce(o: Op, em: _Emitter, scratch: list[Value]) -> list[str]:
     src = f"s{scratch.index(x)}" if x in em.region_vals else f"(c.p{em.buf(x)} + row)"
     em.expr[r] = r.name
     a = f"a_{r.name}"
+    if t == "float" and kind == "sum":
+        return _blocked_float_sum(a, src, r.name, r.dtype.ctype)
     if at in ("float", "double") and kind in _VECTOR_KINDS:
         main = _vector_lanes(kind, t, at, lanes, a, src)
     else:
@@ -246,6 +282,47 @@ def _row_reduce(o: Op, em: _Emitter, scratch: list[Value]) -> list[str]:
             f"{{ {_lane_combine(kind, f'{a}[0]', f'{a}[u]')} }}",
             "}",
             f"const {r.dtype.ctype} {r.name} = {r.dtype.ctype}({a}[0]);"]
+
+
+# Elements per float block of _blocked_float_sum: each of its 64 float lanes
+# adds at most 16 of them before the block total goes into double.
+SUM_BLOCK = 1024
+
+
+def _blocked_float_sum(a: str, src: str, name: str, rt: str) -> list[str]:
+    """A float row sum as 64 float lanes (four 16-float registers) per block
+    of SUM_BLOCK elements, each block folded into 8 double lanes: one vaddps
+    per 16 elements instead of two vcvtps2pd + two vaddpd (12% of the
+    softmax kernel), while a lane still rounds at most 16 additions in
+    float (TF's own f32 sums accumulate in float)."""
+    vt, dt = f"{a}_v", f"{a}_d"
+
+    def step(k: int) -> str:
+        off = f" + {16 * k}" if k else ""
+        return f"{{ {vt} x; std::memcpy(&x, {src} + j{off}, sizeof x); {a}{k} += x; }}"
+    return [f"double {a}_s = 0;",
+            "{",
+            f"typedef float {vt} __attribute__((vector_size(16 * sizeof(float))));",
+            f"typedef double {dt} __attribute__((vector_size(8 * sizeof(double))));",
+            f"{dt} {a}_t = {dt}{{}};",
+            "int64_t j = 0;",
+            "while (j + 16 <= R) {",
+            f"  const int64_t e = R - j > {SUM_BLOCK} ? j + {SUM_BLOCK} : R;",
+            f"  {vt} {', '.join(f'{a}{k} = {vt}{{}}' for k in range(4))};",
+            "  for (; j + 64 <= e; j += 64) {",
+            *[f"    {step(k)}" for k in range(4)],
+            "  }",
+            f"  for (; j + 16 <= e; j += 16) {step(0)}",
+            f"  {a}0 += {a}1; {a}2 += {a}3; {a}0 += {a}2;",
+            f"  {a}_t += __builtin_convertvector(__builtin_shufflevector({a}0, {a}0, "
+            f"0, 1, 2, 3, 4, 5, 6, 7), {dt});",
+            f"  {a}_t += __builtin_convertvector(__builtin_shufflevector({a}0, {a}0, "
+            f"8, 9, 10, 11, 12, 13, 14, 15), {dt});",
+            "}",
+            f"for (int u = 0; u < 8; ++u) {a}_s += {a}_t[u];",
+            f"for (; j < R; ++j) {a}_s += double({src}[j]);",
+            "}",
+            f"const {rt} {name} = {rt}({a}_s);"]
 
 
 def _vector_lanes(kind: str, t: str, at: str, lanes: int, a: str, src: str) -> list[str]:
@@ -295,7 +372,7 @@ def emit_stitch_launch(op: Op, info: StitchInfo, dn, ptr: dict[Value, str]) -> l
     rows = " * ".join(dims[:-1]) or "int64_t(1)"
     out += [f"    const int64_t rows = {rows};",
             "    if (rows > 0) {",
-            *emit_launch("rows", f"{dims[-1]} * {info.cost} + 1", info.name, f"&{c}"),
+            *emit_launch("rows", row_cost(info, dims[-1]), info.name, f"&{c}"),
             "    }",
             f"    if ({c}.err == {OOM_ERROR}) return disc_fail(rt, DISC_ERROR_RESOURCE_EXHAUSTED, "
             "\"out of memory for a row of {0} elements\", std::to_string("

@@ -10,10 +10,15 @@ from __future__ import annotations
 from .. import dtypes
 from ..errors import CompileError, Unsupported
 from ..ir.builder import Builder
+from ..ops.hostvals import bind_host
 from ..ir.core import Func, Namer, TensorType, Value
 from ..registry import lookup
-from ..shapes.symbolic import ShapeEnv
+from ..shapes.symbolic import ShapeEnv, dim_val, is_static
 from .graph import ARG, GraphModel, Node
+
+# Longest int vector input whose elements become run-time dims
+# (grappler/cluster_rewrite.cc kMaxValueElements).
+MAX_VALUE_ELEMENTS = 8
 
 
 def _check_attrs(node: Node, rule) -> None:
@@ -47,6 +52,18 @@ def _arg_dims(env: ShapeEnv, rank: int, static: list[int] | None) -> tuple[str, 
     return tuple(str(d) if d >= 0 else env.fresh() for d in static)
 
 
+def _value_dims(i: int, arg: Value) -> list[str] | None:
+    """An int scalar or short static-length vector input without a key
+    value: its elements as dims the entry reads from the data (one
+    executable for every value; the ops using them check them as TF)."""
+    if arg.dtype not in (dtypes.I32, dtypes.I64) or arg.type.rank > 1:
+        return None
+    n = 1 if arg.type.rank == 0 else arg.shape[0]
+    if not is_static(str(n)) or int(n) > MAX_VALUE_ELEMENTS:
+        return None
+    return [dim_val(i, k, arg.dtype.tf_enum) for k in range(int(n))]
+
+
 def lower_graph(g: GraphModel, inputs: list[dict]) -> Func:
     """inputs: request "inputs" entries ({"dtype", "rank", "value"})."""
     if len(inputs) != len(g.arg_names):
@@ -72,6 +89,8 @@ def lower_graph(g: GraphModel, inputs: list[dict]) -> Func:
                                                       else value, dt)
         elif value is not None and rank == 1:
             env_vals[(f"{ARG}:{i}", 0)] = b.constant(value, dt, (len(value),))
+        elif value is None and _value_dims(i, arg) is not None:
+            bind_host(b, arg, _value_dims(i, arg))
     for node in g.nodes:
         rule = lookup(node.op) if node.op else None
         try:

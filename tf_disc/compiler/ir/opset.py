@@ -67,6 +67,8 @@ OPSET.update({
     "reduce": IrOpSpec(1, "library", "same"),     # attrs kind, dimensions
     "argreduce": IrOpSpec(1, "library", "attr"),  # attrs kind, dimension
     "cumsum": IrOpSpec(1, "library", "same"),     # attrs axis, exclusive, reverse
+    # (data, indices, segment_ids), attr kind sum|mean|sqrtn: ops/segment.py
+    "segment_reduce": IrOpSpec(3, "library", "same", may_fail=True),
 })
 REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or", "max_ignore_nan")
 # Library ops: run by the runtime (own top-level call, not fused); their

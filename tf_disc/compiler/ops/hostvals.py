@@ -15,6 +15,11 @@ def _table(b) -> dict:
     return b.host_dims
 
 
+def bind_host(b, v, dims: list) -> None:
+    """Declare v (a function input) shape-valued: its elements are dims."""
+    _table(b)[v] = [str(d) for d in dims]
+
+
 def host_dims(b, v):
     """Elements of v as dim strings, or None when v is not shape-valued."""
     if v.type.rank > 1 or not v.dtype.is_int:
@@ -66,7 +71,8 @@ def const_array(b, v, node, what: str):
 def fold_binary(b, ir_op: str, xs):
     """Int arithmetic on shape-valued tensors stays symbolic (s0 * 64, ...);
     None when not applicable (then the op lowers to a kernel as usual)."""
-    from ..shapes.symbolic import dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub
+    from ..shapes.symbolic import (dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub,
+                                   has_value_dims)
     x, y = xs
     if not x.dtype.is_int or x.dtype != y.dtype:
         return None
@@ -77,9 +83,12 @@ def fold_binary(b, ir_op: str, xs):
         return None  # constants: canonicalize folds what it can
     fns = {"add": dim_add, "subtract": dim_sub, "multiply": dim_mul, "maximum": dim_max,
            "minimum": dim_min}
+    # Division is host arithmetic only over sizes: a data value (val(...))
+    # may be negative (Div truncates) or a zero divisor (TF's error).
     if ir_op in ("div_int", "floor_div_int", "floor_mod_int") and \
             not any(is_static(d) and int(d) <= 0 for d in hy) and \
-            not any(is_static(d) and int(d) < 0 for d in hx):
+            not any(is_static(d) and int(d) < 0 for d in hx) and \
+            not any(has_value_dims(d) for d in hx + hy):
         fns["floor_div_int"] = fns["div_int"] = dim_floordiv
         # x % y = x - (x // y) * y: seq % 3 in slice bounds
         fns["floor_mod_int"] = lambda u, v: dim_sub(u, dim_mul(dim_floordiv(u, v), v))

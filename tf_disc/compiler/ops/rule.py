@@ -50,4 +50,7 @@ class OpRule:
     # Allowed values of other attrs (absent attr = TF default, accepted).
     attr_values: dict[str, tuple] = dataclasses.field(default_factory=dict)
     const_inputs: tuple[int, ...] = ()
+    # Inputs read at run time (elements become dims) when the optimizer
+    # proves them a scalar or short vector; else treated as const_inputs.
+    value_inputs: tuple[int, ...] = ()
     num_outputs: int = 1

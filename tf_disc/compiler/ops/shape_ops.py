@@ -6,7 +6,9 @@ Shape-valued tensors are evaluated symbolically (hostvals.py); data moves
 through the "index" IR ops (view, reshape, tile, pad, concatenate, gather,
 iota) that fuse with their elementwise consumers.  Values that shapes need
 (perm, axes, paddings, ...) are constants: in-cluster Consts, or const_inputs
-whose value the kernel puts in its cache key."""
+whose value the kernel puts in its cache key.  Sizes and bounds (Reshape's
+shape, slice begin/end/size, Fill dims, Tile multiples) are value_inputs:
+read by the entry at run time as dims (val(...)) and checked as TF does."""
 from __future__ import annotations
 
 import math
@@ -16,7 +18,7 @@ from ..dtypes import ALL, INTS, NUMERIC
 from ..errors import ShapeError, Unsupported
 from ..ir.core import Op
 from ..shapes.symbolic import (dim_add, dim_floordiv, dim_ifzero, dim_max, dim_min, dim_mul,
-                               dim_sub, is_static)
+                               dim_sub, is_static, known_nonneg)
 from .hostvals import const_array, const_ints, fold_gather, host_dims, make_host
 from .rule import OpRule
 
@@ -71,6 +73,39 @@ def lower_rank(b, node, xs):
     return [b.constant(xs[0].type.rank, dtypes.I32)]
 
 
+def _assert_nonneg(b, dims, node, msg: str, floor: str = "0") -> None:
+    """Run-time dims from data (val(...)) must be >= floor, as TF checks."""
+    for k, d in enumerate(dims):
+        if not is_static(d) and not known_nonneg(d):
+            _assert_eq(b, [dim_max(d, floor)], [d], node, msg.replace("#", str(k)))
+
+
+def _reshape_dims(b, node, x, dims: list[str]) -> list[str]:
+    """TF Reshape's size list with -1 inferred; an element read at run time
+    may be -1 too (then each is checked as TF does)."""
+    numel = dim_mul(*x.shape) if x.shape else "1"
+    maybe = [not is_static(d) and not known_nonneg(d) for d in dims]
+    _assert_nonneg(b, dims, node, "Size # must be non-negative, not {1}", "-1")
+    minus = [("1" if d == "-1" else dim_ifzero(dim_add(d, "1"), "1", "0") if m else "0")
+             for d, m in zip(dims, maybe)]
+    if any(m for m in maybe) and sum(d == "-1" for d in dims) + sum(maybe) > 1:
+        count = dim_add(*minus)
+        _assert_eq(b, [dim_min(count, "1")], [count], node,
+                   "Only one input size may be -1, not {1} of them")
+    if all(m == "0" for m in minus):
+        return dims
+    # TF: when a requested dim is 0, zero input dims are left out of the
+    # count so that the -1 dim is still inferred ([0,2,3] -> [0,-1]: [0,6]).
+    known = [("1" if d == "-1" else dim_ifzero(dim_add(d, "1"), "1", d) if m else d)
+             for d, m in zip(dims, maybe)]
+    prod_known = dim_mul(*known) if known else "1"
+    prod_nz = dim_mul(*[dim_max(d, "1") for d in known]) if known else "1"
+    num_nz = dim_mul(*[dim_max(d, "1") for d in x.shape]) if x.shape else "1"
+    missing = dim_floordiv(dim_ifzero(prod_known, num_nz, numel), prod_nz)
+    return [missing if d == "-1" else dim_ifzero(dim_add(d, "1"), missing, d) if m else d
+            for d, m in zip(dims, maybe)]
+
+
 def lower_reshape(b, node, xs):
     x, s = xs
     dims = host_dims(b, s)
@@ -79,15 +114,7 @@ def lower_reshape(b, node, xs):
     numel = dim_mul(*x.shape) if x.shape else "1"
     if any(is_static(d) and int(d) < -1 for d in dims) or sum(d == "-1" for d in dims) > 1:
         raise ShapeError(f"node '{node.name}' (Reshape): bad shape {dims}")
-    if "-1" in dims:
-        # TF: when a requested dim is 0, zero input dims are left out of the
-        # count so that the -1 dim is still inferred ([0,2,3] -> [0,-1]: [0,6]).
-        known = [d for d in dims if d != "-1"]
-        prod_known = dim_mul(*known) if known else "1"
-        prod_nz = dim_mul(*[dim_max(d, "1") for d in known]) if known else "1"
-        num_nz = dim_mul(*[dim_max(d, "1") for d in x.shape]) if x.shape else "1"
-        missing = dim_floordiv(dim_ifzero(prod_known, num_nz, numel), prod_nz)
-        dims = [missing if d == "-1" else d for d in dims]
+    dims = _reshape_dims(b, node, x, dims)
     _assert_eq(b, [numel], [dim_mul(*dims) if dims else "1"], node,
                "Input to reshape is a tensor with {0} values, but the requested shape has {1}")
     return [_reshape(b, x, dims)]
@@ -151,6 +178,7 @@ def lower_broadcast_to(b, node, xs):
     dims = host_dims(b, s)
     if dims is None:
         raise Unsupported(f"node '{node.name}' (BroadcastTo): shape is not computable")
+    _assert_nonneg(b, dims, node, "Dimension # must be >= 0, got {1}")
     return [_bcast_to(b, x, dims, node)]
 
 
@@ -159,19 +187,33 @@ def lower_fill(b, node, xs):
     dims = host_dims(b, s)
     if dims is None:
         raise Unsupported(f"node '{node.name}' (Fill): dims are not computable")
+    _assert_nonneg(b, dims, node, "Dimension # must be >= 0, got {1}")
     return [b.broadcast_to(v, tuple(dims))]
+
+
+def _known_le(a: str, c: str) -> bool:
+    if is_static(a) and is_static(c):
+        return int(a) <= int(c)
+    return a == c or (is_static(a) and int(a) <= 0 and known_nonneg(c))
 
 
 def lower_range(b, node, xs):
     dt = dtypes.from_tf(node.attrs["Tidx"])
     hs = [host_dims(b, x) for x in xs]
-    if dt.is_int and all(h is not None for h in hs):
+    args = [int(x.name[3:]) if x.name.startswith("arg") and x.type.rank == 0 else None
+            for x in xs]
+    if dt.is_int and all(h is not None for h in hs) and \
+            (is_static(hs[2][0]) or any(a is None for a in args)):
         start, limit, delta = (h[0] for h in hs)
         if not is_static(delta):
             raise Unsupported(f"node '{node.name}' (Range): delta must be a constant")
         d = int(delta)
         if d == 0:
             raise ShapeError(f"Requires delta != 0: 0 (node '{node.name}', op Range)")
+        lo, hi = (start, limit) if d > 0 else (limit, start)
+        if not _known_le(lo, hi):  # TF's sign check, on values read at run time
+            what = "start <= limit when delta > 0" if d > 0 else "start >= limit when delta < 0"
+            _assert_eq(b, [dim_min(lo, hi)], [lo], node, f"Requires {what}: got {{1}} vs {{0}}")
         if all(is_static(t) for t in (start, limit)):
             n = str(max(0, -(-(int(limit) - int(start)) // d)))
         elif d > 0:
@@ -182,9 +224,7 @@ def lower_range(b, node, xs):
         st = b.broadcast_to(make_host(b, [start], dt, scalar=True), (n,))
         out = b.elementwise("add", st, b.elementwise("multiply", io, b.scalar_like(d, io)))
         return [out]
-    args = [int(x.name[3:]) if x.name.startswith("arg") and x.type.rank == 0 else None
-            for x in xs]
-    if all(a is not None for a in args) and not any(host_dims(b, x) for x in xs):
+    if all(a is not None for a in args):
         # start/limit/delta are the cluster's inputs: size computed by the host
         n = f"rangelen({args[0]},{args[1]},{args[2]},{dt.tf_enum})"
         io = b.emit("iota", [], dt, (n,), dimension=0)
@@ -319,7 +359,7 @@ def _wrap(i: str, n: str) -> str:
     """A possibly negative index i counted from the end of a dim of size n."""
     if is_static(i):
         return dim_add(n, i) if int(i) < 0 else i
-    if i.isidentifier():  # a plain symbol is a size, never negative
+    if known_nonneg(i):  # a size (a symbol), never negative
         return i
     return dim_ifzero(dim_min(i, "0"), i, dim_add(i, n))
 
@@ -413,6 +453,7 @@ def lower_tile(b, node, xs):
     if len(mult) != x.type.rank:
         raise ShapeError(f"Expected multiples argument to be a vector of length "
                          f"{x.type.rank} but got length {len(mult)} (node '{node.name}')")
+    _assert_nonneg(b, mult, node, "Expected multiples[#] >= 0, but got {1}")
     shape = tuple(dim_mul(d, k) for d, k in zip(x.shape, mult))
     if shape == x.shape:
         return [x]
@@ -453,6 +494,7 @@ def lower_one_hot(b, node, xs):
     (dep,) = host_dims(b, depth) or [None]
     if dep is None:
         raise Unsupported(f"node '{node.name}' (OneHot): depth is not computable")
+    _assert_nonneg(b, [dep], node, "depth must be non-negative, got {1}")
     r = ind.type.rank
     a = node.attrs.get("axis", -1)
     a = r if a == -1 else a
@@ -511,7 +553,7 @@ RULES = [
     OpRule("Rank", lower_rank, {"T": ALL}, dtype_rule=lambda d, a: [dtypes.I32],
            shape_rule=_rank(lambda s, a: 0), fusion="index"),
     OpRule("Reshape", lower_reshape, {"T": ALL, "Tshape": INTS},
-           shape_rule=_rank(lambda s, a: int(s[1][0])), fusion="index", const_inputs=(1,)),
+           shape_rule=_rank(lambda s, a: int(s[1][0])), fusion="index", value_inputs=(1,)),
     OpRule("ExpandDims", lower_expand_dims, {"T": ALL, "Tdim": INTS},
            shape_rule=_rank(lambda s, a: len(s[0]) + 1), fusion="index", const_inputs=(1,)),
     OpRule("Squeeze", lower_squeeze, {"T": ALL},
@@ -519,9 +561,9 @@ RULES = [
     OpRule("Transpose", lower_transpose, {"T": ALL, "Tperm": INTS}, fusion="index",
            shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=(1,)),
     OpRule("BroadcastTo", lower_broadcast_to, {"T": ALL, "Tidx": INTS}, fusion="index",
-           shape_rule=_rank(lambda s, a: int(s[1][0])), const_inputs=(1,)),
+           shape_rule=_rank(lambda s, a: int(s[1][0])), value_inputs=(1,)),
     OpRule("Fill", lower_fill, {"T": ALL, "index_type": INTS}, dtype_rule=_dt_in(1),
-           shape_rule=_rank(lambda s, a: int(s[0][0])), fusion="index", const_inputs=(0,)),
+           shape_rule=_rank(lambda s, a: int(s[0][0])), fusion="index", value_inputs=(0,)),
     OpRule("ConcatV2", lower_concat_v2, {"T": ALL, "Tidx": INTS}, fusion="index",
            shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=()),
     OpRule("Pack", lower_pack, {"T": ALL}, fusion="index",
@@ -529,11 +571,11 @@ RULES = [
     OpRule("Unpack", lower_unpack, {"T": ALL}, fusion="index",
            shape_rule=_rank(lambda s, a: len(s[0]) - 1)),
     OpRule("Slice", lower_slice, {"T": ALL, "Index": INTS}, fusion="index",
-           shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=(1, 2)),
+           shape_rule=_rank(lambda s, a: len(s[0])), value_inputs=(1, 2)),
     OpRule("StridedSlice", lower_strided_slice, {"T": ALL, "Index": INTS}, fusion="index",
-           shape_rule=_rank(_ss_rank), const_inputs=(1, 2, 3)),
+           shape_rule=_rank(_ss_rank), const_inputs=(3,), value_inputs=(1, 2)),
     OpRule("Tile", lower_tile, {"T": ALL, "Tmultiples": INTS}, fusion="index",
-           shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=(1,)),
+           shape_rule=_rank(lambda s, a: len(s[0])), value_inputs=(1,)),
     OpRule("Pad", lower_pad, {"T": ALL, "Tpaddings": INTS}, fusion="index",
            shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=(1,)),
     OpRule("PadV2", lower_pad, {"T": ALL, "Tpaddings": INTS}, fusion="index",

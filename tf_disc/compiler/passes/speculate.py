@@ -30,6 +30,7 @@ class _Classes:
 
     def __init__(self) -> None:
         self.parent: dict[Dim, Dim] = {}
+        self.memo: dict[Dim, Dim] = {}   # _rewrite_dim results, once merged
 
     def find(self, d: Dim) -> Dim:
         while self.parent.get(d, d) != d:
@@ -78,6 +79,14 @@ def _merge_pairs(func: Func) -> _Classes | None:
 
 
 def _rewrite_dim(d: Dim, cls: _Classes) -> Dim:
+    """d with every class replaced by its representative; memoized per
+    class set, as a dim is a DAG whose parts are shared (symbolic.py)."""
+    if d not in cls.memo:
+        cls.memo[d] = _rewrite_uncached(d, cls)
+    return cls.memo[d]
+
+
+def _rewrite_uncached(d: Dim, cls: _Classes) -> Dim:
     p = parse_dim(d)
     if p[0] == "const":
         return d
@@ -86,7 +95,7 @@ def _rewrite_dim(d: Dim, cls: _Classes) -> Dim:
     if p[0] == "bcast":
         parts = {_rewrite_dim(x, cls) for x in p[1]} - {"1"}
         return parts.pop() if len(parts) == 1 else \
-            "bcast(" + ",".join(sorted(parts, key=_key)) + ")" if parts else "1"
+            _mk("bcast", sorted(parts, key=_key)) if parts else "1"
     if p[1] in _REBUILD:
         return cls.find(_REBUILD[p[1]](*[_rewrite_dim(x, cls) for x in p[2]]))
     return cls.find(_mk(p[1], p[2]))

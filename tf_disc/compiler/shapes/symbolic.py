@@ -11,9 +11,35 @@ statically the answer is "not known", never a guess.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+
 from ..errors import ShapeError
 
 Dim = str
+
+# Hash-consing: a derived dim longer than this is replaced by a name
+# ("e" + 16 hex digits of its text's sha1) whose definition _DEFS holds.
+# Parts are interned before their parents, so a dim is a DAG of short
+# strings: a residual chain whose every block reuses the previous dim twice
+# (bcast(h, f(h))) grows linearly, not 2^blocks.  Names are content-
+# addressed (the same in every process); parse_dim sees through them.
+INTERN_LEN = 160
+_DEFS: dict[str, str] = {}
+
+
+def intern_dim(text: Dim) -> Dim:
+    """text, or its name when it is long."""
+    if len(text) <= INTERN_LEN:
+        return text
+    name = "e" + hashlib.sha1(text.encode()).hexdigest()[:16]
+    _DEFS.setdefault(name, text)
+    return name
+
+
+def definition(d: Dim) -> Dim:
+    """The text an interned name stands for (d itself otherwise)."""
+    return _DEFS.get(d, d)
 
 
 def is_static(d: Dim) -> bool:
@@ -43,6 +69,7 @@ def parse_dim(d: Dim) -> tuple:
     """Dim string -> ('const', n) | ('sym', name) | ('bcast', [parts])."""
     if is_static(d):
         return ("const", int(d))
+    d = _DEFS.get(d, d)
     if d.startswith("bcast(") and d.endswith(")"):
         return ("bcast", split_dims(d[len("bcast("):-1]))
     fn = d.split("(", 1)[0]
@@ -53,15 +80,17 @@ def parse_dim(d: Dim) -> tuple:
     raise ValueError(f"bad dim {d!r}")
 
 
-def symbols_of(d: Dim) -> set[str]:
+@functools.lru_cache(maxsize=65536)
+def symbols_of(d: Dim) -> frozenset[str]:
+    """Input symbols d depends on (memoized: shared parts are seen once)."""
     p = parse_dim(d)
     if p[0] == "sym":
-        return {p[1]}
+        return frozenset({p[1]})
     if p[0] == "bcast":
-        return set().union(*(symbols_of(x) for x in p[1]))
+        return frozenset().union(*(symbols_of(x) for x in p[1]))
     if p[0] == "expr":
-        return set().union(*(symbols_of(x) for x in p[2]))
-    return set()
+        return frozenset().union(*(symbols_of(x) for x in p[2]))
+    return frozenset()
 
 
 def bcast_parts(d: Dim) -> list[Dim]:
@@ -77,11 +106,32 @@ def bcast_parts(d: Dim) -> list[Dim]:
 # "rangelen(i,j,k,t)": element count of TF's Range over the scalar function
 # inputs i, j, k (start, limit, delta) of TF dtype enum t, read by the host.
 # "ifzero(c,a,b)": a when c == 0, else b.
-EXPR_FNS = ("mul", "add", "sub", "floordiv", "max", "min", "rangelen", "ifzero")
+# "val(i,k,t)": element k of the small int function input i (TF dtype enum
+# t), read by the host at entry: a data value (x[:, :n], a reshape target)
+# used as a dim without being a cache-key constant.  It may be negative, so
+# the lowerings that use one check it as TF does.
+# "segcount(i,t)": the last element + 1 of the int vector input i (0 when
+# empty): SparseSegment*'s output rows, read by the host.
+EXPR_FNS = ("mul", "add", "sub", "floordiv", "max", "min", "rangelen", "ifzero", "val",
+            "segcount")
+
+
+def dim_val(arg: int, k: int, tf_enum: int) -> Dim:
+    """Element k of function input arg, read at run time."""
+    return f"val({arg},{k},{tf_enum})"
+
+
+@functools.lru_cache(maxsize=65536)
+def has_value_dims(d: Dim) -> bool:
+    """Whether d depends on run-time data (val/segcount anywhere in it)."""
+    p = parse_dim(d)
+    if p[0] == "expr" and p[1] in ("val", "segcount"):
+        return True
+    return p[0] in ("expr", "bcast") and any(has_value_dims(x) for x in p[-1])
 
 
 def _mk(fn: str, parts: list) -> Dim:
-    return f"{fn}(" + ",".join(parts) + ")"
+    return intern_dim(f"{fn}(" + ",".join(parts) + ")")
 
 
 def dim_mul(*ds: Dim) -> Dim:
@@ -146,6 +196,7 @@ def dim_floordiv(a: Dim, b: Dim) -> Dim:
     return _mk("floordiv", [a, b])
 
 
+@functools.lru_cache(maxsize=65536)
 def known_nonneg(d: Dim) -> bool:
     """Whether d is >= 0 whatever its symbols are (symbols are input
     sizes; max/min/sums/products/quotients of such stay sizes)."""
@@ -250,7 +301,7 @@ class ShapeEnv:
             return statics[0]
         if len(parts) == 1:
             return parts[0]
-        return "bcast(" + ",".join(parts) + ")"
+        return _mk("bcast", parts)
 
     def broadcast_shapes(self, *shapes: tuple[Dim, ...]) -> tuple[Dim, ...]:
         """numpy/TF broadcast of several shapes (right-aligned)."""
