@@ -195,9 +195,9 @@ def test_every_op_is_walked():
     # tests/e2e/test_gather_nd.py runs it through TF.
     special |= {r.name for r in grads.RULES} | {
         "Bucketize", "SoftmaxCrossEntropyWithLogits", "GatherNd", "QuantizeV2", "Dequantize"}
-    # test_conv_pool.py runs these through DiscLaunch (rt->window).
-    from blade_disc_tf.compiler.ops import nn_conv, nn_norm
-    special |= {r.name for r in nn_conv.RULES + nn_norm.RULES}
+    # test_conv_pool.py / test_conv_grad.py run these through DiscLaunch.
+    from blade_disc_tf.compiler.ops import nn_conv, nn_conv_grad, nn_norm
+    special |= {r.name for r in nn_conv.RULES + nn_conv_grad.RULES + nn_norm.RULES}
     # tests/e2e/test_band_part.py runs it at every dtype through TF.
     special.add("MatrixBandPart")
     # tests/e2e/test_sparse_segment.py runs these through TF (ids read at run time).

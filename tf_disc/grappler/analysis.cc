@@ -8,6 +8,11 @@
 
 namespace tf_disc {
 
+const StaticDims& GraphAnalysis::InferredDims() {
+  if (!dims_) dims_ = std::make_unique<StaticDims>(InferOutputDims(*graph));
+  return *dims_;
+}
+
 absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable& table,
                           const std::unordered_set<std::string>& fed_nodes,
                           int min_cluster_size, bool want_reasons, GraphAnalysis* out) {
@@ -18,8 +23,10 @@ absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable&
   if (defuse || facts) {  // work on a copy only when something changes
     out->copy = graph;
     if (defuse) ExpandFusedOps(table, &out->copy);
-    if (facts) undecidable = ResolveStaticFacts(&out->copy);
     out->graph = &out->copy;
+    // Inferred on the expanded graph before the facts rewrite it (which
+    // keeps every output's shape), then shared with the cluster rewrite.
+    if (facts) undecidable = ResolveStaticFacts(out->InferredDims(), &out->copy);
   }
   std::vector<std::string>* reasons = want_reasons ? &out->reasons : nullptr;
   out->clusterable =

@@ -4,6 +4,7 @@
 #ifndef TF_DISC_GRAPPLER_ANALYSIS_H_
 #define TF_DISC_GRAPPLER_ANALYSIS_H_
 
+#include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "absl/status/status.h"
 #include "tensorflow/core/framework/graph.pb.h"
 #include "tf_disc/grappler/control_flow_info.h"
+#include "tf_disc/grappler/static_facts.h"
 #include "tf_disc/grappler/support_table.h"
 
 namespace tf_disc {
@@ -25,9 +27,17 @@ struct GraphAnalysis {
   std::vector<std::vector<int>> clusters;
   std::vector<std::string> reasons;  // per node, "" when clustered; if asked
 
+  // Shape inference's output dims for *graph, run at most once per graph
+  // (by AnalyzeGraph when static facts need it, else on first call here by
+  // the cluster rewrite: it is the costliest step of the optimizer).
+  const StaticDims& InferredDims();
+
   GraphAnalysis() = default;
   GraphAnalysis(const GraphAnalysis&) = delete;
   GraphAnalysis& operator=(const GraphAnalysis&) = delete;
+
+ private:
+  std::unique_ptr<StaticDims> dims_;
 };
 
 // Fills *out (graph must outlive it).  Fails when the graph cannot be

@@ -356,7 +356,7 @@ absl::Status RewriteClusters(const RewriteInput& in, tensorflow::GraphDef* out,
 
   *out->mutable_versions() = graph.versions();
   *out->mutable_library() = graph.library();
-  const StaticDims facts = clusters.empty() ? StaticDims() : InferOutputDims(graph);
+  const StaticDims& facts = *in.dims;
   std::vector<ClusterPlan> plans(clusters.size());
   std::vector<NodeDef> launches;
   *rewritten = 0;

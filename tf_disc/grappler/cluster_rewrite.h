@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "tf_disc/grappler/control_flow_info.h"
+#include "tf_disc/grappler/static_facts.h"
 #include "tf_disc/grappler/support_table.h"
 
 namespace tf_disc {
@@ -23,6 +24,8 @@ struct RewriteInput {
   const std::vector<std::vector<int>>* clusters;
   // Nodes whose names must survive: fetches, preserved nodes.
   const std::unordered_set<std::string>* keep_names;
+  // Shape inference's dims for index->graph (GraphAnalysis::InferredDims).
+  const StaticDims* dims;
 };
 
 // Writes the rewritten graph (input library plus the cluster functions) to

@@ -117,7 +117,8 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   const std::vector<std::vector<int>>& clusters = analysis.clusters;
 
   std::unordered_set<std::string> keep = KeepNames(item);
-  RewriteInput in{&analysis.index, &analysis.clusterable, &clusters, &keep};
+  RewriteInput in{&analysis.index, &analysis.clusterable, &clusters, &keep,
+                  &analysis.InferredDims()};
   tensorflow::GraphDef rewritten;
   int num_rewritten = 0;
   s = RewriteClusters(in, &rewritten, &num_rewritten);

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/string_view.h"
 #include "tensorflow/core/framework/attr_value.pb.h"
 #include "tensorflow/core/grappler/costs/graph_properties.h"
 #include "tensorflow/core/grappler/grappler_item.h"
@@ -19,10 +22,24 @@ bool IsSqueezeWithoutAxes(const tensorflow::NodeDef& node) {
   return it == node.attr().end() || it->second.list().i_size() == 0;
 }
 
-// Static size of the last dim, -1 when unknown.
-int64_t LastDim(const tensorflow::TensorShapeProto& shape) {
-  if (shape.unknown_rank() || shape.dim_size() == 0) return -1;
-  return std::max<int64_t>(shape.dim(shape.dim_size() - 1).size(), -1);
+// Dims of data input `k` of `node` (from its producer's output), nullptr
+// when its rank is unknown.
+const std::vector<int64_t>* InputDims(const StaticDims& dims, const tensorflow::NodeDef& node,
+                                      int k) {
+  if (k >= node.input_size() || absl::StartsWith(node.input(k), "^")) return nullptr;
+  absl::string_view name = node.input(k);
+  int port = 0;
+  const size_t colon = name.rfind(':');
+  if (colon != absl::string_view::npos) {
+    if (!absl::SimpleAtoi(name.substr(colon + 1), &port)) return nullptr;
+    name = name.substr(0, colon);
+  }
+  auto it = dims.find(std::string(name));
+  if (it == dims.end() || port < 0 || port >= static_cast<int>(it->second.dims.size()) ||
+      !it->second.known_rank[port]) {
+    return nullptr;
+  }
+  return &it->second.dims[port];
 }
 
 }  // namespace
@@ -30,9 +47,9 @@ int64_t LastDim(const tensorflow::TensorShapeProto& shape) {
 const char kIndexDepthAttr[] = "_disc_index_depth";
 const char kStaticDimsAttr[] = "_disc_static_dims";
 
-std::unordered_map<std::string, OutputDims> InferOutputDims(
-    const tensorflow::GraphDef& graph) {
-  std::unordered_map<std::string, OutputDims> out;
+StaticDims InferOutputDims(const tensorflow::GraphDef& graph) {
+  StaticDims out;
+  VLOG(2) << "DiscOptimizer: shape inference over " << graph.node_size() << " nodes";
   tensorflow::grappler::GrapplerItem item;
   item.id = "disc_static_dims";
   item.graph = graph;
@@ -67,25 +84,14 @@ bool NeedsStaticFacts(const tensorflow::GraphDef& graph) {
   return false;
 }
 
-std::unordered_map<std::string, std::string> ResolveStaticFacts(
-    tensorflow::GraphDef* graph) {
+std::unordered_map<std::string, std::string> ResolveStaticFacts(const StaticDims& dims,
+                                                                tensorflow::GraphDef* graph) {
   std::unordered_map<std::string, std::string> undecided;
-  tensorflow::grappler::GrapplerItem item;
-  item.id = "disc_static_facts";
-  item.graph = *graph;
-  tensorflow::grappler::GraphProperties props(item);
-  absl::Status s = props.InferStatically(/*assume_valid_feeds=*/true,
-                                         /*aggressive_shape_inference=*/false,
-                                         /*include_input_tensor_values=*/false,
-                                         /*include_output_tensor_values=*/false);
-  if (!s.ok()) VLOG(1) << "DiscOptimizer: shape inference failed: " << s;
   for (auto& node : *graph->mutable_node()) {
     if (IsGatherNd(node)) {
       // The output rank depends on indices' last dim (the index depth).
-      const int64_t depth = s.ok() && props.HasInputProperties(node.name()) &&
-                                    props.GetInputProperties(node.name()).size() == 2
-                                ? LastDim(props.GetInputProperties(node.name())[1].shape())
-                                : -1;
+      const std::vector<int64_t>* indices = InputDims(dims, node, 1);
+      const int64_t depth = indices && !indices->empty() ? indices->back() : -1;
       if (depth < 0) {
         undecided[node.name()] = "GatherNd: index depth (indices' last dim) unknown before "
                                  "run time";
@@ -95,33 +101,24 @@ std::unordered_map<std::string, std::string> ResolveStaticFacts(
       continue;
     }
     if (!IsSqueezeWithoutAxes(node)) continue;
-    const char* why = "Squeeze without squeeze_dims: its rank depends on which dims are 1 "
-                      "at run time";
-    if (!s.ok() || !props.HasInputProperties(node.name()) ||
-        props.GetInputProperties(node.name()).empty()) {
-      undecided[node.name()] = why;
+    const std::vector<int64_t>* shape = InputDims(dims, node, 0);
+    if (!shape || std::any_of(shape->begin(), shape->end(), [](int64_t d) { return d < 0; })) {
+      undecided[node.name()] = "Squeeze without squeeze_dims: its rank depends on which dims "
+                               "are 1 at run time";
       continue;
     }
-    const tensorflow::TensorShapeProto& shape =
-        props.GetInputProperties(node.name())[0].shape();
     std::vector<int64_t> ones;
-    bool known = !shape.unknown_rank();
-    for (int d = 0; known && d < shape.dim_size(); ++d) {
-      if (shape.dim(d).size() < 0) known = false;
-      if (shape.dim(d).size() == 1) ones.push_back(d);
-    }
-    if (!known) {
-      undecided[node.name()] = why;
-      continue;
+    for (size_t d = 0; d < shape->size(); ++d) {
+      if ((*shape)[d] == 1) ones.push_back(static_cast<int64_t>(d));
     }
     if (ones.empty()) {  // no dim is 1: the Squeeze is an Identity
       node.set_op("Identity");
       node.mutable_attr()->erase("squeeze_dims");
       continue;
     }
-    auto* dims = (*node.mutable_attr())["squeeze_dims"].mutable_list();
-    dims->clear_i();
-    for (int64_t d : ones) dims->add_i(d);
+    auto* list = (*node.mutable_attr())["squeeze_dims"].mutable_list();
+    list->clear_i();
+    for (int64_t d : ones) list->add_i(d);
   }
   return undecided;
 }

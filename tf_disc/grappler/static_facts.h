@@ -22,15 +22,6 @@ bool NeedsStaticFacts(const tensorflow::GraphDef& graph);
 // (compiler/ops/gather_nd.py); cluster functions keep "_disc_" attrs.
 extern const char kIndexDepthAttr[];
 
-// Runs static shape inference on *graph (feeds assumed valid), records each
-// GatherNd's index depth in kIndexDepthAttr, and rewrites
-// each Squeeze without squeeze_dims whose input dims are all known into a
-// Squeeze with the explicit dims that are 1 (an Identity when none is).
-// Returns node name -> why it
-// cannot be clustered for the undecided ones.
-std::unordered_map<std::string, std::string> ResolveStaticFacts(
-    tensorflow::GraphDef* graph);
-
 // Attr on a cluster function's _Arg (FunctionDef arg_attr after conversion)
 // listing the input's dims that shape inference proved, -1 where unknown:
 // the compiler uses them as constants instead of fresh symbols (the cache
@@ -44,8 +35,17 @@ struct OutputDims {
   std::vector<bool> known_rank;
   std::vector<std::vector<int64_t>> dims;
 };
-std::unordered_map<std::string, OutputDims> InferOutputDims(
-    const tensorflow::GraphDef& graph);
+using StaticDims = std::unordered_map<std::string, OutputDims>;
+StaticDims InferOutputDims(const tensorflow::GraphDef& graph);
+
+// With `dims` from InferOutputDims(*graph) (one shape inference serves this
+// and the cluster rewrite: the rewrites below keep every output's shape),
+// records each GatherNd's index depth in kIndexDepthAttr, and rewrites each
+// Squeeze without squeeze_dims whose input dims are all known into a Squeeze
+// with the explicit dims that are 1 (an Identity when none is).  Returns node
+// name -> why it cannot be clustered for the undecided ones.
+std::unordered_map<std::string, std::string> ResolveStaticFacts(const StaticDims& dims,
+                                                                tensorflow::GraphDef* graph);
 
 }  // namespace tf_disc
 

@@ -1,6 +1,8 @@
 #include "tf_disc/ops/embedded.h"
 
+#include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -56,21 +58,33 @@ const std::set<std::string>* CpuFlags() {
 
 // Process-wide: one dlopen per distinct library, shared by every node and
 // function runtime that embeds it while any of them lives (the map holds
-// weak references; the kernels' slots own the library).
+// weak references; the kernels' slots own the library).  Expired entries are
+// dropped whenever a library is loaded, so a server cycling through models
+// keeps one entry per library still in use, not one per library ever loaded.
+struct SharedLibraries {
+  std::mutex mu;
+  std::unordered_map<std::string, std::weak_ptr<const Executable>> loaded;
+};
+
+SharedLibraries& Shared() {
+  static auto* shared = new SharedLibraries;
+  return *shared;
+}
+
 std::shared_ptr<const Executable> LoadShared(const EmbeddedEntry& e,
                                              std::string* error) {
-  static std::mutex* mu = new std::mutex;
-  static auto* loaded =
-      new std::unordered_map<std::string, std::weak_ptr<const Executable>>;
-  std::lock_guard<std::mutex> lock(*mu);
-  auto it = loaded->find(e.sha256);
-  if (it != loaded->end()) {
+  SharedLibraries& shared = Shared();
+  std::lock_guard<std::mutex> lock(shared.mu);
+  auto it = shared.loaded.find(e.sha256);
+  if (it != shared.loaded.end()) {
     if (std::shared_ptr<const Executable> exe = it->second.lock()) return exe;
-    loaded->erase(it);
+  }
+  for (auto p = shared.loaded.begin(); p != shared.loaded.end();) {
+    p = p->second.expired() ? shared.loaded.erase(p) : std::next(p);
   }
   std::shared_ptr<const Executable> exe = OwnLoadedExecutable(
       LoadExecutableFromBytes(e.bytes, e.sha256.substr(0, 32), error));
-  if (exe) loaded->emplace(e.sha256, exe);
+  if (exe) shared.loaded[e.sha256] = exe;
   return exe;
 }
 
@@ -173,3 +187,11 @@ bool EmbeddedExecutables::Find(const std::string& key,
 }
 
 }  // namespace tf_disc
+
+// Entries in the shared-library map (live or expired): a diagnostic for tests
+// (tests/reliability/test_embedded_prune.py reads it through ctypes).
+extern "C" int64_t DiscEmbeddedLibrariesTracked() {
+  tf_disc::SharedLibraries& shared = tf_disc::Shared();
+  std::lock_guard<std::mutex> lock(shared.mu);
+  return static_cast<int64_t>(shared.loaded.size());
+}

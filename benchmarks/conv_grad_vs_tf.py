@@ -1,0 +1,77 @@
+"""blade_disc_tf's Conv2DBackpropInput / Conv2DBackpropFilter (ops/nn_conv_grad.py:
+a stride-1 window conv of the zero-dilated gradient with the flipped filter;
+one GEMM over an im2col view) versus stock TF's kernels, at ResNet-like
+gradient shapes, sizes from tf.shape in the cluster (one compile per op);
+the filter's shape is known (a weight), images are dynamic.
+
+Both run the same tf.function body in one process, interleaved (medians):
+stock TF is traced and optimized before blade_disc_tf is enabled.
+
+    python benchmarks/conv_grad_vs_tf.py [--repeats 9]
+"""
+import argparse
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from timing import interleaved_medians, print_table  # noqa: E402
+
+# (batch, image, in_c, out_c, kernel, stride, padding)
+SHAPES = [(8, 32, 32, 64, 3, 1, "SAME"), (8, 56, 64, 64, 3, 2, "SAME"),
+          (32, 14, 128, 128, 3, 1, "VALID"), (8, 28, 128, 256, 1, 2, "SAME")]
+
+
+OPS = {
+    "input": lambda x, f, dy, **a: tf.raw_ops.Conv2DBackpropInput(
+        input_sizes=tf.shape(x), filter=f, out_backprop=dy, **a),
+    "filter": lambda x, f, dy, **a: tf.raw_ops.Conv2DBackpropFilter(
+        input=x, filter_sizes=tf.shape(f), out_backprop=dy, **a),
+}
+
+
+def body(op: str, stride: int, padding: str):
+    return lambda x, f, dy: OPS[op](x, f, dy, strides=[1, stride, stride, 1], padding=padding)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=9)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    cases = []
+    for op in ("input", "filter"):
+        for n, hw, cin, cout, k, s, pad in SHAPES:
+            x = tf.constant(rng.standard_normal((n, hw, hw, cin)).astype(np.float32))
+            f = tf.constant(rng.standard_normal((k, k, cin, cout)).astype(np.float32))
+            dy = tf.constant(rng.standard_normal(tf.nn.conv2d(x, f, s, pad).shape)
+                             .astype(np.float32))
+            sig = [tf.TensorSpec([None] * 4), tf.TensorSpec(f.shape), tf.TensorSpec([None] * 4)]
+            stock = tf.function(body(op, s, pad), input_signature=sig)
+            stock(x, f, dy)  # optimized before disc is enabled
+            cases.append((op, n, hw, cin, cout, k, s, pad, sig, stock, x, f, dy))
+
+    import blade_disc_tf as disc
+    disc.enable(min_cluster_size=1)
+    rows, ratios = [], []
+    for op, n, hw, cin, cout, k, s, pad, sig, stock, x, f, dy in cases:
+        ours = tf.function(body(op, s, pad), input_signature=sig)
+        got, want = ours(x, f, dy).numpy(), stock(x, f, dy).numpy()
+        err = float(np.abs(got - want).max() / max(1.0, np.abs(want).max()))
+        med = interleaved_medians({"tf": lambda: stock(x, f, dy), "disc": lambda: ours(x, f, dy)},
+                                  args.repeats)
+        ratios.append(med["disc"] / med["tf"])
+        rows.append({"op": op, "shape": f"{n}x{hw}x{hw}x{cin}->{cout} k{k}/{s} {pad}",
+                     "tf_ms": med["tf"] * 1e3, "disc_ms": med["disc"] * 1e3,
+                     "disc/tf time": ratios[-1], "max_rel_err": err})
+    print_table("Conv2D gradients, medians", rows)
+    clusters = disc.stats()["clusters"].values()
+    gmean = float(np.exp(np.mean(np.log(ratios))))
+    print(f"\ndisc/tf time: geometric mean {gmean:.3f}, worst {max(ratios):.3f}; "
+          f"{len(clusters)} clusters, {sum(c['compiles'] for c in clusters)} compiles, "
+          f"{sum(c['fallbacks'] for c in clusters)} fallbacks")
+
+if __name__ == "__main__":
+    main()

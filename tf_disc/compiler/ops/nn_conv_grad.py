@@ -1,0 +1,188 @@
+"""Conv2DBackpropInput and Conv2DBackpropFilter (NHWC) from existing IR ops,
+so gradient graphs cluster instead of splitting at every convolution.
+
+- Backprop input is a stride-1 VALID convolution (the `window` op of
+  ops/nn_conv.py) of the output gradient, dilated by the strides (zeros
+  between rows/columns: a pad of a [N,OH,1,OW,1,C] reshape) and padded by
+  effective_filter - 1 - pad_before, with the filter flipped in H and W and
+  its in/out channels swapped (a `view` with negative strides); a 1x1
+  filter is a GEMM whose result is spread out by the strides.
+- Backprop filter is one GEMM: the patches of the padded input (a `view`
+  [N,OH,OW,KH,KW,Ci] with overlapping strides, im2col) contracted with the
+  output gradient over N, OH, OW.
+
+input_sizes / filter_sizes (from ShapeN in TF's gradient) are shape-valued tensors (hostvals.py): constants,
+const_inputs in the cache key, or tf.shape-derived dims in the cluster.  The
+output gradient's dims are checked at run time against the sizes TF computes
+from them (GetWindowedOutputSize), with TF's messages."""
+from __future__ import annotations
+
+from .. import dtypes
+from ..dtypes import ALL, FLOATS, INTS
+from ..errors import ShapeError, Unsupported
+from ..shapes.symbolic import dim_add, dim_floordiv, dim_max, dim_mul, dim_sub
+from .hostvals import host_dims, make_host
+from .nn_conv import _explicit_pads, _nhwc_pair, window_out_dim
+from .rule import OpRule
+from .shape_ops import _assert_eq
+
+
+def _sizes(b, node, v, what: str) -> list[str]:
+    dims = host_dims(b, v)
+    if dims is None:
+        raise Unsupported(f"node '{node.name}' ({node.op}): {what} is not computable at "
+                          "compile time")
+    if len(dims) != 4:
+        raise ShapeError(f"{node.op}: {what} must have 4 elements, got {len(dims)} "
+                         f"(node '{node.name}')")
+    return dims
+
+
+class _Geometry:
+    """One spatial dim of the forward convolution: output size and the
+    padding before (TF's SAME puts the smaller half first)."""
+
+    def __init__(self, size: str, k: str, stride: int, dilation: int, padding: str,
+                 lo: int, hi: int) -> None:
+        self.size, self.stride, self.dilation = size, stride, dilation
+        self.eff = dim_add(dim_mul(dim_sub(k, "1"), str(dilation)), "1")
+        self.out = window_out_dim(size, k, stride, dilation, padding, lo, hi)
+        if padding == "SAME":
+            # Stride 1: out == size; a 1x1 filter: (out - 1) * stride < size.
+            simple = stride == 1 or self.eff == "1"
+            total = dim_max(dim_sub(self.eff, "1") if simple else dim_sub(
+                dim_add(dim_mul(dim_sub(self.out, "1"), str(stride)), self.eff), size), "0")
+            self.before = dim_floordiv(total, "2")
+            self.after = dim_sub(total, self.before)
+        else:
+            self.before, self.after = str(lo), str(hi)
+
+
+def _geometry(node, sizes: list[str], k: tuple[str, str]) -> tuple[_Geometry, _Geometry]:
+    if node.attrs.get("data_format", "NHWC") != "NHWC":
+        raise Unsupported(f"{node.op} node '{node.name}': only NHWC")
+    padding = node.attrs.get("padding", "VALID")
+    if padding not in ("SAME", "VALID", "EXPLICIT"):
+        raise Unsupported(f"{node.op} node '{node.name}': padding {padding!r}")
+    strides = _nhwc_pair(node, "strides", node.attrs.get("strides"))
+    dilations = _nhwc_pair(node, "dilations", node.attrs.get("dilations"))
+    pads = _explicit_pads(node)
+    return tuple(_Geometry(sizes[1 + a], k[a], strides[a], dilations[a], padding,
+                           pads[2 * a], pads[2 * a + 1]) for a in range(2))
+
+
+def _check_out_backprop(b, node, dy, geo) -> None:
+    for a, g in enumerate(geo):
+        _assert_eq(b, [dy.shape[1 + a]], [g.out], node,
+                   f"{node.op}: Size of out_backprop doesn't match computed: actual = {{0}}, "
+                   f"computed = {{1}} spatial_dim: {1 + a} stride: {g.stride} "
+                   f"dilation: {g.dilation}")
+
+
+def _check(b, node, got: str, want: str, msg: str) -> None:
+    _assert_eq(b, [got], [want], node, f"{node.op}: {msg}: {{0}} vs {{1}}")
+
+
+def _dilate(b, dy, sh: int, sw: int):
+    """dy with sh-1 / sw-1 zero rows/columns after every row/column."""
+    if sh == 1 and sw == 1:
+        return dy
+    n, oh, ow, c = dy.shape
+    r = b.emit("reshape", [dy], dy.dtype, (n, oh, "1", ow, "1", c))
+    p = b.emit("pad", [r, b.constant(0, dy.dtype)], dy.dtype,
+               (n, oh, str(sh), ow, str(sw), c), lo=["0"] * 6)
+    return b.emit("reshape", [p], dy.dtype, (n, dim_mul(oh, str(sh)), dim_mul(ow, str(sw)), c))
+
+
+def _flipped_filter(b, f):
+    """[KH,KW,Ci,Co] -> [KH,KW,Co,Ci] reversed in KH and KW (a view)."""
+    kh, kw, ci, co = f.shape
+    s0, s1 = dim_mul(kw, ci, co), dim_mul(ci, co)
+    base = dim_max(dim_add(dim_mul(dim_sub(kh, "1"), s0), dim_mul(dim_sub(kw, "1"), s1)), "0")
+    return b.emit("view", [f], f.dtype, (kh, kw, co, ci),
+                  strides=[dim_sub("0", s0), dim_sub("0", s1), "1", co], base=base)
+
+
+def lower_backprop_input(b, node, xs):
+    sizes_v, f, dy = xs
+    if f.type.rank != 4 or dy.type.rank != 4:
+        raise ShapeError(f"{node.op}: filter and out_backprop must be 4-D (node '{node.name}')")
+    sizes = _sizes(b, node, sizes_v, "input_sizes")
+    geo = _geometry(node, sizes, f.shape[:2])
+    _check(b, node, dy.shape[0], sizes[0], "input and out_backprop must have the same batch size")
+    _check(b, node, sizes[3], f.shape[2], "input depth must be equal to filter depth")
+    _check(b, node, dy.shape[3], f.shape[3],
+           "filter and out_backprop must have the same out_depth")
+    _check_out_backprop(b, node, dy, geo)
+    shape = tuple(b.env.canon(d) for d in sizes)
+    if f.shape[:2] == ("1", "1") and all(g.before == "0" for g in geo):
+        return [_pointwise_backprop_input(b, node, f, dy, geo, shape)]
+    dil = _dilate(b, dy, geo[0].stride, geo[1].stride)
+    padded = tuple(dim_add(g.size, dim_sub(g.eff, "1")) for g in geo)
+    lo = ["0"] + [dim_sub(dim_sub(g.eff, "1"), g.before) for g in geo] + ["0"]
+    x = b.emit("pad", [dil, b.constant(0, dy.dtype)], dy.dtype,
+               (shape[0],) + padded + (dy.shape[3],), lo=lo)
+    return [b.emit("window", [x, _flipped_filter(b, f)], dy.dtype, shape, kind="conv",
+                   padding="VALID", pads=[0, 0, 0, 0], strides=[1, 1],
+                   dilations=[g.dilation for g in geo], ksize=list(f.shape[:2]),
+                   node=node.name, op=node.op)]
+
+
+def _pointwise_backprop_input(b, node, f, dy, geo, shape):
+    """1x1 filter, no padding before: dy . filter^T (a GEMM) spread out by
+    the strides, instead of a convolution over stride^2 mostly-zero rows."""
+    from .matmul import emit_dot
+    f2 = b.emit("reshape", [f], f.dtype, f.shape[2:])
+    y = _dilate(b, emit_dot(b, node, dy, f2, [], [], [0, 1, 2], [3], [1], [0]),
+                geo[0].stride, geo[1].stride)
+    if all(b.env.known_equal(u, v) for u, v in zip(y.shape, shape)):
+        return y
+    return b.emit("pad", [y, b.constant(0, y.dtype)], y.dtype, shape, lo=["0"] * 4)
+
+
+def lower_backprop_filter(b, node, xs):
+    from .matmul import emit_dot
+    x, sizes_v, dy = xs
+    if x.type.rank != 4 or dy.type.rank != 4:
+        raise ShapeError(f"{node.op}: input and out_backprop must be 4-D (node '{node.name}')")
+    kh, kw, ci, co = _sizes(b, node, sizes_v, "filter_sizes")
+    geo = _geometry(node, list(x.shape), (kh, kw))
+    _check(b, node, dy.shape[0], x.shape[0], "input and out_backprop must have the same batch size")
+    _check(b, node, x.shape[3], ci, "input depth must be equal to filter depth")
+    _check(b, node, dy.shape[3], co, "filter and out_backprop must have the same out_depth")
+    _check_out_backprop(b, node, dy, geo)
+    n, oh, ow = (b.env.canon(d) for d in dy.shape[:3])
+    hp, wp = (dim_add(g.before, g.size, g.after) for g in geo)
+    if any(g.before != "0" or g.after != "0" for g in geo):
+        x = b.emit("pad", [x, b.constant(0, x.dtype)], x.dtype, (n, hp, wp, ci),
+                   lo=["0", geo[0].before, geo[1].before, "0"])
+    (sh, dh), (sw, dw) = ((g.stride, g.dilation) for g in geo)
+    row = dim_mul(wp, ci)
+    patches = b.emit("view", [x], x.dtype, (n, oh, ow, kh, kw, ci), base="0", strides=[
+        dim_mul(hp, row), dim_mul(str(sh), row), dim_mul(str(sw), ci),
+        dim_mul(str(dh), row), dim_mul(str(dw), ci), "1"])
+    return [emit_dot(b, node, patches, dy, [], [], [3, 4, 5], [0, 1, 2], [0, 1, 2], [3])]
+
+
+def lower_shape_n(b, node, xs):
+    """ShapeN (how tf.GradientTape's conv gradient gets the sizes): one
+    shape-valued tensor per input, like Shape."""
+    dt = dtypes.from_tf(node.attrs.get("out_type", 3))
+    return [make_host(b, list(x.shape), dt) for x in xs]
+
+
+def _rank4(env, shapes, attrs):
+    return [("?",) * 4]
+
+
+_ATTRS = {"data_format": ("NHWC",), "padding": ("SAME", "VALID", "EXPLICIT")}
+
+RULES = [
+    OpRule("Conv2DBackpropInput", lower_backprop_input, {"T": FLOATS},
+           dtype_rule=lambda dts, attrs: [dts[1]], fusion="library", shape_rule=_rank4, attr_values=_ATTRS, const_inputs=(0,)),
+    OpRule("Conv2DBackpropFilter", lower_backprop_filter, {"T": FLOATS}, fusion="library",
+           shape_rule=_rank4, attr_values=_ATTRS, const_inputs=(1,)),
+    OpRule("ShapeN", lower_shape_n, {"T": ALL, "out_type": INTS}, fusion="index",
+           dtype_rule=lambda dts, attrs: [dtypes.from_tf(attrs.get("out_type", 3))] * len(dts),
+           shape_rule=lambda env, shapes, attrs: [("?",)] * len(shapes)),
+]
