@@ -25,6 +25,9 @@ def tf2_function_graphs(call: Callable[[], object]) -> list:
     ctx = context.context()
     ctx.enable_run_metadata()
     try:
+        # Drain graphs recorded before (eager ops of earlier tests can be left
+        # in the context's buffer), so only `call`'s functions are returned.
+        ctx.export_run_metadata()
         call()
         return list(ctx.export_run_metadata().function_graphs)
     finally:

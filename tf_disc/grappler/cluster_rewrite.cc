@@ -100,8 +100,6 @@ std::unordered_set<std::string> ColocationTargets(
   return names;
 }
 
-using StaticDims = std::unordered_map<std::string, OutputDims>;
-
 // Longest vector input the executable reads as run-time dims (compiler's
 // frontend/lower.py MAX_VALUE_ELEMENTS): a proven scalar or short vector
 // needs no cache-key value.
