@@ -147,6 +147,20 @@ void SkinnyTile(const GemmArgs& g, const float* a, const float* b, float* c, int
       ei::pstoreu(c + (r0 + r) * g.ldc + c0 + j * kPacket, acc[r][j]);
 }
 
+// The last `rows` (< kTileRows) rows from r0: one tile of that height.
+template <bool kPrefetch>
+void SkinnyRows(const GemmArgs& g, const float* a, const float* b, float* c, int64_t r0,
+                int64_t rows, int64_t c0, int64_t k0, int64_t k1, int64_t pf_delta) {
+  switch (rows) {
+    case 5: SkinnyTile<5, kPrefetch>(g, a, b, c, r0, c0, k0, k1, pf_delta); break;
+    case 4: SkinnyTile<4, kPrefetch>(g, a, b, c, r0, c0, k0, k1, pf_delta); break;
+    case 3: SkinnyTile<3, kPrefetch>(g, a, b, c, r0, c0, k0, k1, pf_delta); break;
+    case 2: SkinnyTile<2, kPrefetch>(g, a, b, c, r0, c0, k0, k1, pf_delta); break;
+    case 1: SkinnyTile<1, kPrefetch>(g, a, b, c, r0, c0, k0, k1, pf_delta); break;
+    default: break;
+  }
+}
+
 // Column tiles [t0, t1) (kTileCols columns each) of C for batch entry bi,
 // all rows.  The k chunk is the outer loop: B's rows are read along their
 // length, tile after tile, instead of one 256-byte piece per row down a
@@ -171,23 +185,9 @@ void SkinnyColumns(const GemmArgs& g, int64_t bi, int64_t t0, int64_t t1) {
       for (; r + kTileRows <= g.m; r += kTileRows)
         SkinnyTile<kTileRows>(g, a, b, c, r, c0, k0, k1);
       if (r == 0) {
-        switch (g.m) {
-          case 5: SkinnyTile<5, true>(g, a, b, c, 0, c0, k0, k1, pf); break;
-          case 4: SkinnyTile<4, true>(g, a, b, c, 0, c0, k0, k1, pf); break;
-          case 3: SkinnyTile<3, true>(g, a, b, c, 0, c0, k0, k1, pf); break;
-          case 2: SkinnyTile<2, true>(g, a, b, c, 0, c0, k0, k1, pf); break;
-          case 1: SkinnyTile<1, true>(g, a, b, c, 0, c0, k0, k1, pf); break;
-          default: break;
-        }
+        SkinnyRows<true>(g, a, b, c, 0, g.m, c0, k0, k1, pf);
       } else {
-        switch (g.m - r) {
-          case 5: SkinnyTile<5>(g, a, b, c, r, c0, k0, k1); break;
-          case 4: SkinnyTile<4>(g, a, b, c, r, c0, k0, k1); break;
-          case 3: SkinnyTile<3>(g, a, b, c, r, c0, k0, k1); break;
-          case 2: SkinnyTile<2>(g, a, b, c, r, c0, k0, k1); break;
-          case 1: SkinnyTile<1>(g, a, b, c, r, c0, k0, k1); break;
-          default: break;
-        }
+        SkinnyRows<false>(g, a, b, c, r, g.m - r, c0, k0, k1, pf);
       }
       if (k1 == g.k) Epilogue(g, bi, 0, g.m, c0, c0 + kTileCols);
     }
