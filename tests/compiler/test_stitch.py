@@ -339,3 +339,15 @@ def test_exp_of_x_minus_its_row_max_drops_the_upper_clamp(shift_of, nonpos):
     src = build_stitch(st, {}, 0).source
     assert ("disc_exp_fast_nonpos(" in src) == nonpos
     assert ("disc_exp_fast(" in src) != nonpos
+
+
+def test_row_reductions_fold_lanes_by_shuffles():
+    # the end of each row reduction is on the row's critical path: the 16
+    # float max lanes fold in 4 shuffle steps and the 8 double sum lanes in
+    # 3, not one lane at a time
+    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    (st,) = _stitches(verify(stitch(parse_func(_shift_exp_ir("arg0")))))
+    src = build_stitch(st, {}, 0).source
+    assert "for (int u = 1;" not in src
+    folds = [ln for ln in src.splitlines() if "const auto q = __builtin_shufflevector" in ln]
+    assert len(folds) == 4 + 3, folds
