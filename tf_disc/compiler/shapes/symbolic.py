@@ -161,6 +161,20 @@ def has_value_dims(d: Dim) -> bool:
     return p[0] in ("expr", "bcast") and any(has_value_dims(x) for x in p[-1])
 
 
+@functools.lru_cache(maxsize=65536)
+def int32_order_safe(d: Dim) -> bool:
+    """Whether max/min over d as an int32 value gives TF's answer when the
+    host computes it in int64 and casts once at the end.  Add, sub and mul
+    commute with that cast (both are arithmetic mod 2^32), max and min do
+    not: TF's max(x + y, 0) for x + y past 2^31 - 1 sees the wrapped,
+    negative sum.  Sizes (symbols, shape arithmetic) stay in range; a sum or
+    product of run-time values (val) need not."""
+    p = parse_dim(d)
+    if p[0] != "expr" or not has_value_dims(d) or p[1] in ("val", "segcount"):
+        return True
+    return p[1] in ("max", "min") and all(int32_order_safe(x) for x in p[2])
+
+
 def _mk(fn: str, parts: list) -> Dim:
     return intern_dim(f"{fn}(" + ",".join(parts) + ")")
 
