@@ -175,15 +175,14 @@ def onnx_runtime(config: Config) -> Optional[Callable]:
 
 
 def eigen_gemm(fn: Callable) -> Callable:
-    """Ours with the runtime's skinny-GEMM kernel switched off per call
+    """Ours with the runtime's skinny-GEMM kernel switched off for the call
     (DISC_GEMM_SKINNY=0): the before/after of that kernel in one run."""
+    import blade_disc_tf as disc
+
     def call(*args):
-        os.environ["DISC_GEMM_SKINNY"] = "0"
-        try:
+        with disc.runtime_switches(DISC_GEMM_SKINNY="0"):
             out = fn(*args)
             return out.numpy() if hasattr(out, "numpy") else out
-        finally:
-            del os.environ["DISC_GEMM_SKINNY"]
     return call
 
 

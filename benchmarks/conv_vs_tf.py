@@ -51,13 +51,12 @@ def body(stride: int, depthwise: bool):
 
 
 def im2col(fn, *args):
-    """fn(*args) with the direct convolution kernel switched off (the runtime
-    reads DISC_CONV_DIRECT on every call)."""
-    os.environ["DISC_CONV_DIRECT"] = "0"
-    try:
+    """fn(*args) with the direct convolution kernel switched off
+    (DISC_CONV_DIRECT=0, blade_disc_tf.runtime_switches)."""
+    import blade_disc_tf as disc
+
+    with disc.runtime_switches(DISC_CONV_DIRECT="0"):
         return fn(*args)
-    finally:
-        del os.environ["DISC_CONV_DIRECT"]
 
 
 def main() -> None:

@@ -25,17 +25,12 @@ from timing import interleaved_medians, print_table  # noqa: E402
 
 
 def _with_env(name: str, value: str, fn):
-    """fn run with os.environ[name] = value (the runtime reads it per call)."""
+    """fn run with runtime switch `name` = value (blade_disc_tf.runtime_switches)."""
+    import blade_disc_tf as disc
+
     def run():
-        old = os.environ.get(name)
-        os.environ[name] = value
-        try:
+        with disc.runtime_switches(**{name: value}):
             return fn()
-        finally:
-            if old is None:
-                del os.environ[name]
-            else:
-                os.environ[name] = old
     return run
 
 

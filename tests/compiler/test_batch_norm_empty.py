@@ -8,6 +8,10 @@ import tensorflow as tf
 
 from graph_inspection import cluster_stats, total
 
+# reserve_space_1/2: TF's inference kernel allocates them and never writes
+# them (fused_batch_norm_op.cc), so they are compared with their documented
+# values, the given mean and variance (0 for an empty x), never with TF's.
+RESERVE = (3, 4)
 SHAPES = [(2, 3, 3, 4), (0, 3, 3, 4), (1, 5, 2, 4), (2, 0, 3, 4), (1, 1, 1, 4), (3, 2, 0, 4)]
 
 
@@ -35,7 +39,9 @@ def _check(disc, fn, specs, cases):
         got, want = compiled(*inputs), fn(*[tf.constant(x) for x in inputs])
         for k, (g, w) in enumerate(zip(got, want)):
             assert g.shape == w.shape, (k, g.shape, w.shape)
-            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-5,
+            if k in RESERVE:  # TF's CPU kernel leaves them unwritten: its documented values
+                w = np.zeros_like(inputs[k]) if inputs[0].size == 0 else inputs[k]
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5,
                                        err_msg=f"output {k}, x {inputs[0].shape}")
     st = disc.stats()
     assert total(st, "fallbacks") == 0, st

@@ -91,17 +91,15 @@ def test_fused_conv_bias_relu_and_batch_norm(disc):
     ("SAME", (3, 3), 1, 1, 8, 64), ("SAME", (7, 7), 2, 1, 3, 70), ("VALID", (3, 2), 2, 1, 5, 16),
     ([[0, 0], [1, 2], [0, 3], [0, 0]], (3, 3), 1, 1, 4, 21), ("SAME", (3, 3), 1, (1, 2), 6, 33),
     ("VALID", (1, 1), 2, 1, 7, 130), ("SAME", (1, 1), 1, 1, 9, 48)])
-def test_conv2d_direct_and_gemm_paths(disc, monkeypatch, path, padding, k, strides, dil, cin,
-                                      cout):
+def test_conv2d_direct_and_gemm_paths(disc, path, padding, k, strides, dil, cin, cout):
     """The direct kernel (runtime/conv_direct.cc) and the im2col GEMM, each
     forced by DISC_CONV_DIRECT, on outputs wide enough for full register
     tiles plus ragged pixel and channel tails."""
-    monkeypatch.setenv("DISC_CONV_DIRECT", path)
-
     def fn(x, f):
         return tf.nn.conv2d(x, f, strides, padding, dilations=dil)
     images = [(1, 19, 23), (2, 14, 9), (1, 5, 31), (3, 8, 8)]
-    _run(disc, fn, [_spec(4), _spec(4)], _conv_cases(images, *k, cin, cout))
+    with disc.runtime_switches(DISC_CONV_DIRECT=path):
+        _run(disc, fn, [_spec(4), _spec(4)], _conv_cases(images, *k, cin, cout))
 
 
 @pytest.mark.parametrize("padding,k,strides", [("SAME", (3, 3), 1), ("VALID", (1, 1), 1),
@@ -136,12 +134,10 @@ def test_grouped_conv2d_errors_are_tf_errors(disc):
 
 @pytest.mark.parametrize("path", ["0", "1"])
 @pytest.mark.parametrize("act", [tf.nn.relu, tf.nn.relu6, tf.nn.elu, None])
-def test_fused_epilogues(disc, monkeypatch, path, act):
+def test_fused_epilogues(disc, path, act):
     """Conv / depthwise + bias or batch norm (+ activation), which the
     remapper fuses and we apply as the window's epilogue (relu, relu6) or as
     elementwise ops (elu), on both convolution paths."""
-    monkeypatch.setenv("DISC_CONV_DIRECT", path)
-
     def fn(x, f, d, b, s, o, m, v):
         y = tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b)
         z = tf.raw_ops.FusedBatchNormV3(x=tf.nn.conv2d(x, f, 2, "VALID"), scale=s, offset=o,
@@ -154,7 +150,8 @@ def test_fused_epilogues(disc, monkeypatch, path, act):
         vec = [_rand((20,), 90 + 5 * i + j) for j in range(5)]
         cases.append([_rand((n, h, w, 4), i), _rand((3, 3, 4, 20), 40 + i),
                       _rand((3, 3, 4, 1), 60 + i), *vec[:4], np.abs(vec[4]) + 0.1])
-    _run(disc, fn, specs, cases)
+    with disc.runtime_switches(DISC_CONV_DIRECT=path):
+        _run(disc, fn, specs, cases)
 
 
 def test_bias_relu_is_the_window_epilogue(disc, tmp_path):
@@ -200,13 +197,25 @@ def test_max_pool_v2_const_ksize(disc):
     _run(disc, fn, [_spec(4)], [[_rand((n, h, w, 2), i)] for i, (n, h, w) in enumerate(IMAGES)])
 
 
+def _batch_norm_v3(x, s, o, m, v):
+    return tf.raw_ops.FusedBatchNormV3(x=x, scale=s, offset=o, mean=m, variance=v,
+                                       epsilon=1e-2, is_training=False)
+
+
 def test_fused_batch_norm_outputs(disc):
-    def fn(x, s, o, m, v):
-        return tf.raw_ops.FusedBatchNormV3(x=x, scale=s, offset=o, mean=m, variance=v,
-                                           epsilon=1e-2, is_training=False)[:5]
+    """y and the batch statistics against TF; reserve_space_1/2, which TF's
+    inference kernel allocates and never writes, against their documented
+    values (the given mean and variance), never against TF's."""
     cases = [[_rand((n, h, w, 3), i)] + [_rand((3,), 10 + j) for j in range(3)]
              + [np.abs(_rand((3,), 20)) + 0.5] for i, (n, h, w) in enumerate(IMAGES[1:])]
-    _run(disc, fn, [_spec(4)] + [_spec(1)] * 4, cases)
+    _run(disc, lambda *xs: _batch_norm_v3(*xs)[:3], [_spec(4)] + [_spec(1)] * 4, cases)
+    reserve = tf.function(lambda *xs: [t * 1.0 for t in _batch_norm_v3(*xs)[3:5]],
+                          input_signature=[_spec(4)] + [_spec(1)] * 4)
+    for x, s, o, m, v in cases:
+        got = reserve(x, s, o, m, v)
+        np.testing.assert_array_equal(got[0].numpy(), m)
+        np.testing.assert_array_equal(got[1].numpy(), v)
+    assert total(disc.stats(), "fallbacks") == 0
 
 
 def test_errors_are_tf_errors(disc):

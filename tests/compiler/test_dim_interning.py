@@ -58,3 +58,39 @@ def test_symbolic_kernel_residual_chain_compiles_linearly():
         sizes[blocks] = len(src)
     # linear: 3x the blocks is about 3x the code (2^20 before interning)
     assert sizes[30] < 4 * sizes[10], sizes
+
+
+def test_dump_defines_interned_dims_and_parses_back_in_another_process():
+    """A printed function defines its interned dims (parts first), so a dump
+    read in a process that never interned them still expands every dim."""
+    import subprocess
+
+    from blade_disc_tf.compiler.ir import parse_func, print_func
+
+    d = "s0"
+    for i in range(6):
+        d = _grow(d, f"k{i}")
+    assert definition(d) != d
+    text = print_func(parse_func(f"func @f(%arg0: f32[{d},3]) {{\n"
+                                 f"  %v0 = negate(%arg0) : f32[{d},3]\n  return(%v0)\n}}\n"))
+    assert text.startswith("dim e") and text.index(f"dim {d} =") < text.index("func @f")
+    script = ("import sys\nfrom blade_disc_tf.compiler.ir import parse_func, print_func\n"
+              "from blade_disc_tf.compiler.shapes.symbolic import parse_dim, symbols_of\n"
+              "text = sys.stdin.read()\nf = parse_func(text)\nd = f.args[0].type.shape[0]\n"
+              "assert print_func(f) == text\nparse_dim(d)\n"
+              "print(sorted(symbols_of(d)))\n")
+    out = subprocess.run([sys.executable, "-c", script], input=text, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == str(sorted(symbols_of(d)))
+
+
+def test_dim_definition_must_match_its_name():
+    import pytest
+
+    from blade_disc_tf.compiler.ir import parse_func
+
+    long = "add(" + ",".join(f"s{i}" for i in range(60)) + ")"
+    bad = f"dim e0123456789abcdef = {long}\nfunc @f(%arg0: f32[3]) {{\n  return(%arg0)\n}}\n"
+    with pytest.raises(ValueError, match="not the interned name"):
+        parse_func(bad)

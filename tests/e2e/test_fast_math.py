@@ -1,6 +1,7 @@
 """fast_math="bf16": off by default (fp32 results unchanged), the documented
 error bound against float64 over many GEMM shapes, and the option as part of
-every cache key (an executable built with it never serves a run without it).
+the cache key of every cluster it changes (an executable built with it never
+serves a run without it), and of no other cluster.
 
 Bound (README "Fast math"): |C - A B| <= (2^-7 + 2^-15 + k 2^-23) (|A| |B|)."""
 import numpy as np
@@ -223,3 +224,65 @@ def test_benchmark_quick_runs_all_modes(tmp_path):
     table = out[out.index("GEMM medians"):].splitlines()[2:7]
     assert len(table) == 5 and all(line.split()[-1] == "1" for line in table), out
     assert "bf16 vs stock TF fp32:" in out, out
+
+
+def _elementwise_fn():
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    def f(x):
+        return tf.tanh(x) * 2.0 + 1.0
+    return f
+
+
+def test_option_leaves_keys_of_clusters_without_a_dot(fm):
+    """A cluster with no float dot computes the same with the option: one key
+    and one compile for both settings."""
+    f = _elementwise_fn()
+    x = np.random.default_rng(5).standard_normal((5, 7)).astype(np.float32)
+    fm.set_options(fast_math="")
+    off = f(x).numpy()
+    fm.set_options(fast_math="bf16")
+    np.testing.assert_array_equal(f(x).numpy(), off)
+    stats = fm.stats()
+    assert total(stats, "compiles") == 1 and total(stats, "fallbacks") == 0, stats
+    (keys,) = [c["keys"] for c in stats["clusters"].values()]
+    assert keys == ["2"], keys
+
+
+def test_converted_model_keyed_by_an_older_converter_still_served(fm, tmp_path):
+    """Converters before this rule keyed every cluster with the option: such
+    an embedded executable of a cluster without a dot still serves the run."""
+    from blade_disc_tf._embed import decode_entry, encode_entry
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    module = tf.Module()
+    module.f = _elementwise_fn()
+    src, dst = str(tmp_path / "model"), str(tmp_path / "model_disc")
+    tf.saved_model.save(module, src, signatures={"serving_default": module.f})
+    summary = fm.convert_saved_model(src, dst, cache_dir=str(tmp_path / "conv_cache"),
+                                     fast_math="bf16")
+    assert summary.compiled >= 1
+    proto = saved_model_pb2.SavedModel()
+    path = str(tmp_path / "model_disc" / "saved_model.pb")
+    with open(path, "rb") as fh:
+        proto.ParseFromString(fh.read())
+    keys = []
+    graph = proto.meta_graphs[0].graph_def
+    for node in list(graph.node) + [n for f in graph.library.function for n in f.node_def]:
+        if node.op == "DiscLaunch":
+            entries = node.attr["executables"].list.s
+            old = [decode_entry(e) for e in entries]
+            keys += [e["key"] for e in old]
+            del entries[:]
+            entries.extend(encode_entry(e["key"] + "|fast_math=bf16", e["library"],
+                                        tuple(e["cpu_features"])) for e in old)
+    assert keys == ["2"], keys  # no dot: the new converter leaves the option out
+    with open(path, "wb") as fh:
+        fh.write(proto.SerializeToString())
+    fm.set_options(fast_math="bf16", forbid_compile=True)
+    fm.reset_stats()
+    x = np.random.default_rng(6).standard_normal((3, 4)).astype(np.float32)
+    got = tf.saved_model.load(dst).signatures["serving_default"](x=tf.constant(x))
+    np.testing.assert_allclose(list(got.values())[0].numpy(), np.tanh(x) * 2 + 1, rtol=1e-6)
+    stats = fm.stats()
+    assert total(stats, "cache_hits") == 1 and total(stats, "fallbacks") == 0, stats
+    assert total(stats, "compiles") == 0, stats

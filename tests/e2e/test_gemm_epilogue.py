@@ -25,10 +25,12 @@ def _close(got, want):
 
 
 @pytest.mark.parametrize("unfused", [False, True])
-def test_ffn_bias_gelu_residual_matches_tf(disc, monkeypatch, unfused):
-    if unfused:
-        monkeypatch.setenv("DISC_GEMM_EPILOGUE", "0")
+def test_ffn_bias_gelu_residual_matches_tf(disc, unfused):
+    with disc.runtime_switches(**({"DISC_GEMM_EPILOGUE": "0"} if unfused else {})):
+        _ffn_bias_gelu_residual(disc)
 
+
+def _ffn_bias_gelu_residual(disc):
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)] * 3 +
                  [tf.TensorSpec([None], tf.float32)])
     def f(x, w, r, b):

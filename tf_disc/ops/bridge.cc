@@ -11,6 +11,7 @@
 #include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/options.h"
 #include "tf_disc/ops/stats.h"
+#include "tf_disc/runtime/switches.h"
 
 extern "C" {
 
@@ -60,5 +61,13 @@ int64_t DiscGetClusterFunction(const char* name, char* buf, int64_t cap) {
 void DiscResetStats(void) { tf_disc::ResetStats(); }
 
 void DiscClearExecutableCache(void) { tf_disc::ClearExecutableCache(); }
+
+void DiscReloadRuntimeSwitches(void) { tf_disc::ReloadRuntimeSwitches(); }
+
+int32_t DiscRuntimeSwitch(const char* name) {
+  tf_disc::RuntimeSwitch s;
+  if (!tf_disc::RuntimeSwitchByName(name, &s)) return -1;
+  return static_cast<unsigned char>(tf_disc::RuntimeSwitchValue(s));
+}
 
 }  // extern "C"

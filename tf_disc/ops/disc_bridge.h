@@ -88,6 +88,15 @@ void DiscResetStats(void);
  * again (tests use it to prove the disk cache is used). */
 void DiscClearExecutableCache(void);
 
+/* The runtime kernels' A/B switches (DISC_GEMM_SKINNY, DISC_GEMM_EPILOGUE,
+ * DISC_CONV_DIRECT) are read from the environment once; this reads them
+ * again (blade_disc_tf.runtime_switches calls it after setting them). */
+void DiscReloadRuntimeSwitches(void);
+
+/* The first character of switch `name` as the runtime last read it, 0 when
+ * unset, -1 when `name` is no switch. */
+int32_t DiscRuntimeSwitch(const char* name);
+
 #ifdef __cplusplus
 }  /* extern "C" */
 #endif

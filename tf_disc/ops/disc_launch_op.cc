@@ -64,6 +64,36 @@ REGISTER_OP("DiscLaunch")
 
 namespace {
 
+// Whether cluster `function` may hold a float32 `dot`, the only op that
+// fast_math=bf16 changes (compiler/passes/fast_math.py): a float MatMul,
+// BatchMatMul, Einsum or convolution gradient (ops/matmul.py, nn_conv_grad.py),
+// or a call into another function.  True when the body is not found.
+bool MayHaveFloatDot(OpKernelConstruction* ctx, const std::string& function) {
+  static const char* const kDotOps[] = {
+      "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum",
+      "Conv2DBackpropInput", "Conv2DBackpropFilter", "_FusedMatMul"};
+  const tensorflow::FunctionLibraryDefinition* lib =
+      ctx->function_library() ? ctx->function_library()->GetFunctionLibraryDefinition()
+                              : nullptr;
+  const tensorflow::FunctionDef* def = lib ? lib->Find(function) : nullptr;
+  if (def == nullptr) return true;
+  for (const tensorflow::NodeDef& node : def->node_def()) {
+    if (lib->Find(node.op()) != nullptr) return true;
+    for (const char* op : kDotOps) {
+      if (node.op() != op) continue;
+      bool typed = false;  // no type attr: assume float
+      for (const char* type_attr : {"T", "Ta", "Tb", "Tout"}) {
+        auto it = node.attr().find(type_attr);
+        if (it == node.attr().end()) continue;
+        if (it->second.type() == tensorflow::DT_FLOAT) return true;
+        typed = true;
+      }
+      if (!typed) return true;
+    }
+  }
+  return false;
+}
+
 class DiscLaunchOp : public AsyncOpKernel {
  public:
   explicit DiscLaunchOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
@@ -77,6 +107,7 @@ class DiscLaunchOp : public AsyncOpKernel {
     if (!blobs.empty()) {
       embedded_ = std::make_unique<EmbeddedExecutables>(function_, blobs);
     }
+    fast_math_changes_ = MayHaveFloatDot(ctx, function_);
     fallback_ = std::make_unique<FunctionFallback>(std::move(f));
     stats_ = GetFunctionStats(function_);
   }
@@ -96,23 +127,26 @@ class DiscLaunchOp : public AsyncOpKernel {
     // cache clear and stats reset.  Built into a per-thread buffer (no
     // allocation), matched against the memo (no hashing, no global lock).
     static thread_local std::string scratch;
-    const bool fast_math = FastMathBf16();  // read once: key and request agree
+    // Read once: key and request agree.  Only clusters with a float dot get
+    // the option (and with it a key of their own): it changes nothing else.
+    const bool fast_math = fast_math_changes_ && FastMathBf16();
     std::string reason = BuildKey(ctx, fast_math, &scratch);
     if (reason.empty()) {
-      if (std::shared_ptr<const Executable> exe = Remembered(scratch)) {
-        stats_->RecordMemoHit();
+      uint64_t generation;
+      if (std::shared_ptr<const Executable> exe = Remembered(scratch, &generation)) {
+        stats_->RecordMemoHit(scratch, generation);
         RunExecutable(ctx, *exe);
         done();
         return;
       }
     }
     const std::string key = scratch;  // scratch is reused by nested calls
-    stats_->RecordRun(key);
+    const uint64_t stats_generation = stats_->RecordRun(key);
     if (!reason.empty()) {
       Fallback(ctx, std::move(done), reason);
       return;
     }
-    if (embedded_ != nullptr && RunEmbedded(ctx, key, &done)) return;
+    if (embedded_ != nullptr && RunEmbedded(ctx, key, stats_generation, &done)) return;
     Options options = GetOptions();
     LookupParams params{&function_, &key, stats_, options.async_compile,
                         options.compile_timeout_s};
@@ -126,7 +160,6 @@ class DiscLaunchOp : public AsyncOpKernel {
       Continue(ctx, done, o);
     };
     const uint64_t epoch = ExecutableCacheEpoch();
-    const uint64_t stats_generation = stats_->generation();
     CacheOutcome outcome;
     if (LookupExecutable(params, make_request, &outcome, std::move(cont))) {
       if (outcome.exe) Remember(key, epoch, stats_generation, outcome.exe);
@@ -137,7 +170,8 @@ class DiscLaunchOp : public AsyncOpKernel {
  private:
   // Per-kernel memo of the executables of the last few keys (a cluster
   // usually sees one or two rank signatures).  An entry is stale once the
-  // cache was cleared (epoch) or the stats reset (which forgot the key).
+  // cache was cleared (epoch) or the stats reset (which forgot the key);
+  // stats_generation is the one the key was recorded under (RecordRun).
   struct MemoEntry {
     std::string key;
     uint64_t epoch;
@@ -146,12 +180,14 @@ class DiscLaunchOp : public AsyncOpKernel {
   };
   static constexpr size_t kMemoSize = 4;
 
-  std::shared_ptr<const Executable> Remembered(const std::string& key) {
+  std::shared_ptr<const Executable> Remembered(const std::string& key,
+                                              uint64_t* stats_generation) {
     const uint64_t epoch = ExecutableCacheEpoch();
     const uint64_t generation = stats_->generation();
     std::lock_guard<std::mutex> lock(memo_mu_);
     for (const MemoEntry& e : memo_) {
       if (e.key == key && e.epoch == epoch && e.stats_generation == generation) {
+        *stats_generation = generation;
         return e.exe;
       }
     }
@@ -175,13 +211,18 @@ class DiscLaunchOp : public AsyncOpKernel {
   // Runs the executable embedded for `key` (or, when it was refused, the
   // original function).  False when nothing is embedded for `key`: the
   // caller then compiles as usual and *done is untouched.
-  bool RunEmbedded(OpKernelContext* ctx, const std::string& key,
+  bool RunEmbedded(OpKernelContext* ctx, const std::string& key, uint64_t stats_generation,
                    DoneCallback* done) {
     const uint64_t epoch = ExecutableCacheEpoch();
-    const uint64_t stats_generation = stats_->generation();
     std::shared_ptr<const Executable> exe;
     std::string reason;
-    if (!embedded_->Find(key, &exe, &reason)) return false;
+    // Converters before fast_math_changes_ keyed every cluster with the
+    // option, dot or not: such an executable is the same code.
+    if (!embedded_->Find(key, &exe, &reason) &&
+        (fast_math_changes_ || !FastMathBf16() ||
+         !embedded_->Find(key + kFastMathSuffix, &exe, &reason))) {
+      return false;
+    }
     if (!exe) {
       Fallback(ctx, std::move(*done), reason);
       return true;
@@ -207,8 +248,8 @@ class DiscLaunchOp : public AsyncOpKernel {
   }
 
   // Computes the cache key into *key (cleared first): input ranks plus
-  // values of const args, plus "|fast_math=bf16" under that option (so an
-  // executable built with it is never run without it, nor the reverse).
+  // values of const args, plus "|fast_math=bf16" when the option applies (so
+  // an executable built with it is never run without it, nor the reverse).
   // Returns a non-empty fallback reason when the inputs cannot be compiled for.
   std::string BuildKey(OpKernelContext* ctx, bool fast_math, std::string* key) const {
     static_assert(DISC_MAX_RANK <= 9, "ranks are written as one digit");
@@ -229,7 +270,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       }
       key->push_back(']');
     }
-    if (fast_math) *key += "|fast_math=bf16";
+    if (fast_math) *key += kFastMathSuffix;
     return "";
   }
 
@@ -317,7 +358,10 @@ class DiscLaunchOp : public AsyncOpKernel {
     fallback_->RunAsync(ctx, std::move(done));
   }
 
+  static constexpr const char* kFastMathSuffix = "|fast_math=bf16";
+
   std::string function_;
+  bool fast_math_changes_ = true;  // fast_math=bf16 can change the cluster's results
   std::vector<int64_t> const_args_;
   std::unique_ptr<FunctionFallback> fallback_;
   std::unique_ptr<EmbeddedExecutables> embedded_;  // null: none embedded

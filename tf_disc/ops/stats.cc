@@ -31,10 +31,28 @@ void AppendField(const char* name, const std::string& value, std::string* out) {
 
 }  // namespace
 
-void FunctionStats::RecordRun(const std::string& key) {
-  runs_.fetch_add(1, std::memory_order_relaxed);
+uint64_t FunctionStats::RecordRun(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
+  runs_.fetch_add(1, std::memory_order_relaxed);
   keys_.insert(key);
+  return generation_.load(std::memory_order_relaxed);
+}
+
+bool FunctionStats::CountIfCurrent(std::atomic<uint64_t>* counter, uint64_t generation) {
+  const uint64_t tag = Tag(generation);
+  uint64_t v = counter->load(std::memory_order_relaxed);
+  while ((v & ~kCountMask) == tag) {
+    if (counter->compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) return true;
+  }
+  return false;
+}
+
+void FunctionStats::RecordMemoHit(const std::string& key, uint64_t generation) {
+  // A reset between the two drops the counted run with the key; the run is
+  // then recorded again, once.
+  if (CountIfCurrent(&runs_, generation) && CountIfCurrent(&cache_hits_, generation)) return;
+  RecordRun(key);
+  RecordCacheHit();
 }
 
 void FunctionStats::RecordCacheHit() {
@@ -60,9 +78,9 @@ void FunctionStats::RecordCompile(bool compiled, double seconds) {
 
 void FunctionStats::Reset() {
   std::lock_guard<std::mutex> lock(mu_);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  runs_ = 0;
-  cache_hits_ = 0;
+  const uint64_t generation = generation_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  runs_.store(Tag(generation), std::memory_order_release);
+  cache_hits_.store(Tag(generation), std::memory_order_release);
   compiles_ = disk_cache_hits_ = fallbacks_ = 0;
   compile_seconds_ = 0;
   fallback_reasons_.clear();
@@ -71,20 +89,23 @@ void FunctionStats::Reset() {
 
 bool FunctionStats::IsEmpty() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return runs_ == 0 && compiles_ == 0 && disk_cache_hits_ == 0 &&
+  return (runs_.load() & kCountMask) == 0 && compiles_ == 0 && disk_cache_hits_ == 0 &&
          fallbacks_ == 0 && keys_.empty();
 }
 
 void FunctionStats::AppendJson(std::string* out) const {
   std::lock_guard<std::mutex> lock(mu_);
+  // Hits before runs: a run counts before its hit, so the snapshot never
+  // shows more hits than runs while lock-free memo hits go on.
+  const uint64_t cache_hits = cache_hits_.load() & kCountMask;
   *out += "{";
-  AppendField("runs", std::to_string(runs_.load()), out);
+  AppendField("runs", std::to_string(runs_.load() & kCountMask), out);
   *out += ", ";
   AppendField("compiles", std::to_string(compiles_), out);
   *out += ", ";
   AppendField("disk_cache_hits", std::to_string(disk_cache_hits_), out);
   *out += ", ";
-  AppendField("cache_hits", std::to_string(cache_hits_.load()), out);
+  AppendField("cache_hits", std::to_string(cache_hits), out);
   *out += ", ";
   AppendField("fallbacks", std::to_string(fallbacks_), out);
   *out += ", \"fallback_reasons\": {";

@@ -15,16 +15,18 @@ namespace tf_disc {
 // lifetime (kernels cache them), so a reset zeroes instead of deleting.
 class FunctionStats {
  public:
-  void RecordRun(const std::string& key);
-  // A run whose key was recorded since generation `generation()` and that
-  // hit a kernel's memo: two relaxed increments, no lock (the steady state).
-  void RecordMemoHit() {
-    runs_.fetch_add(1, std::memory_order_relaxed);
-    cache_hits_.fetch_add(1, std::memory_order_relaxed);
-  }
+  // Records a run of `key` (counted and listed together, atomically with
+  // respect to Reset); returns the generation it was recorded under, which a
+  // kernel's memo keeps for RecordMemoHit.
+  uint64_t RecordRun(const std::string& key);
+  // A run of `key` that hit a kernel's memo entry recorded under
+  // `generation`: two compare-and-swaps, no lock (the steady state).  They
+  // count only while no Reset intervened (the counters carry the generation);
+  // after one the run is recorded again under the lock, so a run counted
+  // after a reset always has its key listed.
+  void RecordMemoHit(const std::string& key, uint64_t generation);
   void RecordCacheHit();
-  // Bumped by Reset (which forgets the keys): a kernel that recorded a key
-  // under an older generation records it again.
+  // Bumped by Reset (which forgets the keys).
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   // Returns true the first time this reason is seen (for warn-once logs).
   bool RecordFallback(const std::string& reason);
@@ -37,11 +39,19 @@ class FunctionStats {
   void AppendJson(std::string* out) const;
 
  private:
+  // runs_ and cache_hits_: the count in the low kCountBits bits, the low bits
+  // of the generation that counted them above.
+  static constexpr int kCountBits = 48;
+  static constexpr uint64_t kCountMask = (uint64_t{1} << kCountBits) - 1;
+  static uint64_t Tag(uint64_t generation) { return generation << kCountBits; }
+  // Adds one to *counter if it still carries `generation`'s tag.
+  static bool CountIfCurrent(std::atomic<uint64_t>* counter, uint64_t generation);
+
   mutable std::mutex mu_;
-  std::atomic<int64_t> runs_{0};
+  std::atomic<uint64_t> runs_{0};
   int64_t compiles_ = 0;
   int64_t disk_cache_hits_ = 0;
-  std::atomic<int64_t> cache_hits_{0};
+  std::atomic<uint64_t> cache_hits_{0};
   std::atomic<uint64_t> generation_{0};
   int64_t fallbacks_ = 0;
   double compile_seconds_ = 0;

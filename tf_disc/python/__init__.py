@@ -20,6 +20,7 @@ from .api import (  # noqa: E402
     load_ops,
     options,
     reset_stats,
+    runtime_switches,
     session_config,
     set_options,
     stats,
@@ -31,6 +32,6 @@ from .explain import explain  # noqa: E402
 __version__ = "0.1.0"
 __all__ = [
     "Options", "clear_executable_cache", "disable", "enable", "explain", "is_enabled", "load_ops",
-    "options", "reset_stats", "session_config", "set_options", "stats",
+    "options", "reset_stats", "runtime_switches", "session_config", "set_options", "stats",
     "convert_saved_model",
 ]

@@ -57,6 +57,10 @@ class OpLibrary:
         lib.DiscResetStats.restype = None
         lib.DiscClearExecutableCache.argtypes = []
         lib.DiscClearExecutableCache.restype = None
+        lib.DiscReloadRuntimeSwitches.argtypes = []
+        lib.DiscReloadRuntimeSwitches.restype = None
+        lib.DiscRuntimeSwitch.argtypes = [ctypes.c_char_p]
+        lib.DiscRuntimeSwitch.restype = ctypes.c_int32
         self._c = lib
 
     def set_compile_callback(self, callback) -> None:
@@ -85,6 +89,16 @@ class OpLibrary:
 
     def clear_executable_cache(self) -> None:
         self._c.DiscClearExecutableCache()
+
+    def reload_runtime_switches(self) -> None:
+        self._c.DiscReloadRuntimeSwitches()
+
+    def runtime_switch(self, name: str) -> str:
+        """Switch `name` as the runtime last read it: its first character, "" when unset."""
+        value = self._c.DiscRuntimeSwitch(name.encode())
+        if value < 0:
+            raise ValueError(f"{name} is not a runtime switch")
+        return chr(value) if value else ""
 
 
 _lock = threading.Lock()

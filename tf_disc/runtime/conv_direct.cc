@@ -11,6 +11,8 @@
 #include <new>
 #include <vector>
 
+#include "tf_disc/runtime/switches.h"
+
 namespace tf_disc {
 namespace {
 
@@ -201,8 +203,8 @@ namespace {
 bool UseDirectConv(const DiscWindowArgs& w) {
   if (w.dtype != DISC_DTYPE_FLOAT || w.kind != DISC_WINDOW_CONV || w.groups > 1) return false;
   if (w.k_h * w.k_w * w.in_c == 0) return false;  // the GEMM path writes the zeros
-  const char* env = std::getenv("DISC_CONV_DIRECT");
-  if (env != nullptr && (env[0] == '0' || env[0] == '1')) return env[0] == '1';
+  const char env = RuntimeSwitchValue(RuntimeSwitch::kConvDirect);
+  if (env == '0' || env == '1') return env == '1';
   const bool plain_gemm = w.k_h == 1 && w.k_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
                           w.pad_top == 0 && w.pad_left == 0 && w.out_h == w.in_h &&
                           w.out_w == w.in_w;

@@ -11,6 +11,7 @@
 
 #include "tf_disc/runtime/disc_abi.h"
 #include "tf_disc/runtime/gemm_bf16.h"
+#include "tf_disc/runtime/switches.h"
 
 namespace tf_disc {
 namespace {
@@ -194,11 +195,10 @@ void SkinnyColumns(const GemmArgs& g, int64_t bi, int64_t t0, int64_t t1) {
   }
 }
 
-// DISC_GEMM_SKINNY=0 sends skinny products to Eigen too: an A/B switch read
-// per call, so that benchmarks/bert_dynamic.py times both in one process.
+// DISC_GEMM_SKINNY=0 sends skinny products to Eigen too: an A/B switch
+// (runtime/switches.h), so that benchmarks/bert_dynamic.py times both in one process.
 bool Skinny(const GemmArgs& g) {
-  const char* env = std::getenv("DISC_GEMM_SKINNY");
-  if (env != nullptr && env[0] == '0') return false;
+  if (RuntimeSwitchValue(RuntimeSwitch::kGemmSkinny) == '0') return false;
   return g.dtype == DISC_DTYPE_FLOAT && !g.trans_b && g.m <= kSkinnyMaxRows &&
          g.n >= kTileCols;
 }
@@ -229,7 +229,7 @@ template <typename T>
 void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
          const GemmParallelFor& parallel_for);
 
-// DISC_GEMM_EPILOGUE=0 (read per call, an A/B switch like DISC_GEMM_SKINNY):
+// DISC_GEMM_EPILOGUE=0 (an A/B switch like DISC_GEMM_SKINNY):
 // the epilogue runs as a second pass over C after the whole GEMM, as an
 // unfused kernel would.
 // The epilogue over all of C as a second pass, rows on the pool.
@@ -246,8 +246,9 @@ void EpiloguePass(const GemmArgs& g, int num_threads, const GemmParallelFor& par
 template <typename T>
 bool EpilogueAfter(const GemmArgs& g, int num_threads, void* eigen_pool,
                    const GemmParallelFor& parallel_for) {
-  const char* env = std::getenv("DISC_GEMM_EPILOGUE");
-  if (g.epilogue == nullptr || env == nullptr || env[0] != '0') return false;
+  if (g.epilogue == nullptr || RuntimeSwitchValue(RuntimeSwitch::kGemmEpilogue) != '0') {
+    return false;
+  }
   GemmArgs plain = g;
   plain.epilogue = nullptr;
   Run<T>(plain, num_threads, eigen_pool, parallel_for);

@@ -5,11 +5,12 @@ import json
 import re
 
 from .. import dtypes
-from ..shapes.symbolic import split_dims
+from ..shapes.symbolic import define_interned, split_dims
 from .core import Func, Op, Region, TensorType, Value
 
 _FUNC_RE = re.compile(r"^func @([\w.\-/]+)\((.*?)\)(?: (\{.*\}))? \{$")
 _TYPE_RE = re.compile(r"^(\w+)\[(.*)\]$")
+_DIM_DEF_RE = re.compile(r"^dim (e[0-9a-f]{16}) = (.+)$")
 
 
 def parse_type(text: str) -> TensorType:
@@ -40,6 +41,12 @@ class _Parser:
         return [self.value(t) for t in text.split(",") if t.strip()]
 
     def parse(self) -> Func:
+        while self.lines and self.lines[0].startswith("dim "):
+            line = self.lines.pop(0)
+            d = _DIM_DEF_RE.match(line)
+            if not d:
+                raise ValueError(f"bad dim definition {line!r}")
+            define_interned(d.group(1), d.group(2))
         m = _FUNC_RE.match(self.lines[0])
         if not m:
             raise ValueError(f"bad func header {self.lines[0]!r}")

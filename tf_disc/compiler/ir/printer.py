@@ -9,12 +9,17 @@
     }
     return(%v1)
   }
-Attributes are JSON objects with sorted keys.
+Attributes are JSON objects with sorted keys.  Dims interned by
+shapes/symbolic.py (names "e" + 16 hex digits) are defined before the
+function, parts first, so that another process can parse and expand them:
+
+  dim e0123456789abcdef = bcast(s0,add(s1,1))
 """
 from __future__ import annotations
 
 import json
 
+from ..shapes.symbolic import interned_definitions
 from .core import Func, Op
 
 
@@ -47,4 +52,6 @@ def print_func(func: Func) -> str:
         lines += _op_lines(op, "  ")
     lines.append("  return(" + ", ".join("%" + v.name for v in func.rets) + ")")
     lines.append("}")
-    return "\n".join(lines) + "\n"
+    body = "\n".join(lines) + "\n"
+    defs = "".join(f"dim {name} = {text}\n" for name, text in interned_definitions(body))
+    return defs + body

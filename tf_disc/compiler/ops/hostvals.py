@@ -5,6 +5,7 @@ one gets symbolic output dims, and when such a tensor is needed as data the
 host writes it (IR op dims_tensor) before kernels run."""
 from __future__ import annotations
 
+from ..dtypes import I32
 from ..errors import Unsupported
 from ..shapes.symbolic import is_static
 
@@ -68,6 +69,15 @@ def const_array(b, v, node, what: str):
     raise Unsupported(f"node '{node.name}' ({node.op}): {what} must be a constant")
 
 
+def _host_order_safe(dtype, kind: str, dims: list) -> bool:
+    """Max/min of int32 values folds on the host only over operands whose
+    int64 value is TF's (symbolic.int32_order_safe); otherwise the op runs as
+    an int32 kernel on the materialized (wrapped) operands, as in TF."""
+    from ..shapes.symbolic import int32_order_safe
+    return dtype != I32 or kind not in ("maximum", "minimum", "max", "min") or \
+        all(int32_order_safe(d) for d in dims)
+
+
 def fold_binary(b, ir_op: str, xs):
     """Int arithmetic on shape-valued tensors stays symbolic (s0 * 64, ...);
     None when not applicable (then the op lowers to a kernel as usual)."""
@@ -93,7 +103,7 @@ def fold_binary(b, ir_op: str, xs):
         # x % y = x - (x // y) * y: seq % 3 in slice bounds
         fns["floor_mod_int"] = lambda u, v: dim_sub(u, dim_mul(dim_floordiv(u, v), v))
     fn = fns.get(ir_op)
-    if fn is None:
+    if fn is None or not _host_order_safe(x.dtype, ir_op, hx + hy):
         return None
     n = max(len(hx), len(hy))
     if len(hx) != len(hy) and min(len(hx), len(hy)) != 1:
@@ -125,7 +135,7 @@ def fold_reduce(b, x, axes: list[int], kind: str, keep: bool):
         return None
     if kind in ("sum", "prod"):
         value = (dim_add if kind == "sum" else dim_mul)(*hx)
-    elif kind in ("max", "min") and hx:
+    elif kind in ("max", "min") and hx and _host_order_safe(x.dtype, kind, hx):
         fn = dim_max if kind == "max" else dim_min
         value = hx[0]
         for d in hx[1:]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 
 from ..errors import ShapeError
 
@@ -40,6 +41,36 @@ def intern_dim(text: Dim) -> Dim:
 def definition(d: Dim) -> Dim:
     """The text an interned name stands for (d itself otherwise)."""
     return _DEFS.get(d, d)
+
+
+_INTERNED_RE = re.compile(r"\be[0-9a-f]{16}\b")
+
+
+def interned_definitions(text: str) -> list[tuple[Dim, Dim]]:
+    """(name, definition) of every interned name in `text` and, transitively,
+    in those definitions, parts before their parents: what another process
+    needs to expand the dims of `text` (ir/printer.py writes them)."""
+    out: list[tuple[Dim, Dim]] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in seen or name not in _DEFS:
+            return
+        seen.add(name)
+        for part in _INTERNED_RE.findall(_DEFS[name]):
+            visit(part)
+        out.append((name, _DEFS[name]))
+
+    for name in _INTERNED_RE.findall(text):
+        visit(name)
+    return out
+
+
+def define_interned(name: Dim, text: Dim) -> None:
+    """Registers `name` for `text` as intern_dim would (a dump read back in
+    another process); ValueError when `name` is not text's content address."""
+    if intern_dim(text) != name:
+        raise ValueError(f"dim {name} is not the interned name of {text!r}")
 
 
 def is_static(d: Dim) -> bool:
@@ -128,6 +159,20 @@ def has_value_dims(d: Dim) -> bool:
     if p[0] == "expr" and p[1] in ("val", "segcount"):
         return True
     return p[0] in ("expr", "bcast") and any(has_value_dims(x) for x in p[-1])
+
+
+@functools.lru_cache(maxsize=65536)
+def int32_order_safe(d: Dim) -> bool:
+    """Whether max/min over d as an int32 value gives TF's answer when the
+    host computes it in int64 and casts once at the end.  Add, sub and mul
+    commute with that cast (both are arithmetic mod 2^32), max and min do
+    not: TF's max(x + y, 0) for x + y past 2^31 - 1 sees the wrapped,
+    negative sum.  Sizes (symbols, shape arithmetic) stay in range; a sum or
+    product of run-time values (val) need not."""
+    p = parse_dim(d)
+    if p[0] != "expr" or not has_value_dims(d) or p[1] in ("val", "segcount"):
+        return True
+    return p[1] in ("max", "min") and all(int32_order_safe(x) for x in p[2])
 
 
 def _mk(fn: str, parts: list) -> Dim:

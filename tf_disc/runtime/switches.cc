@@ -1,0 +1,46 @@
+#include "tf_disc/runtime/switches.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace tf_disc {
+namespace {
+
+constexpr const char* kNames[] = {"DISC_GEMM_SKINNY", "DISC_GEMM_EPILOGUE", "DISC_CONV_DIRECT"};
+constexpr int kCount = sizeof(kNames) / sizeof(kNames[0]);
+
+std::atomic<char> values[kCount];
+
+bool Load() {
+  for (int i = 0; i < kCount; ++i) {
+    const char* v = std::getenv(kNames[i]);
+    values[i].store(v == nullptr ? '\0' : v[0], std::memory_order_relaxed);
+  }
+  return true;
+}
+
+}  // namespace
+
+char RuntimeSwitchValue(RuntimeSwitch s) {
+  static const bool loaded = Load();  // once, on the first kernel that asks
+  (void)loaded;
+  return values[static_cast<int>(s)].load(std::memory_order_relaxed);
+}
+
+bool RuntimeSwitchByName(const char* name, RuntimeSwitch* s) {
+  for (int i = 0; i < kCount; ++i) {
+    if (name != nullptr && std::strcmp(name, kNames[i]) == 0) {
+      *s = static_cast<RuntimeSwitch>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+void ReloadRuntimeSwitches() {
+  RuntimeSwitchValue(RuntimeSwitch::kGemmSkinny);  // the first load, if not yet done
+  Load();
+}
+
+}  // namespace tf_disc

@@ -1,0 +1,24 @@
+// The runtime kernels' benchmark A/B switches (README "Benchmark switches"):
+// DISC_GEMM_SKINNY, DISC_GEMM_EPILOGUE, DISC_CONV_DIRECT.  Read from the
+// environment once, not on every GEMM or convolution (getenv walks the whole
+// environment); DiscReloadRuntimeSwitches (disc_bridge.h) reads them again, so
+// that a benchmark times both settings in one process.
+#ifndef TF_DISC_RUNTIME_SWITCHES_H_
+#define TF_DISC_RUNTIME_SWITCHES_H_
+
+namespace tf_disc {
+
+enum class RuntimeSwitch { kGemmSkinny, kGemmEpilogue, kConvDirect };
+
+// The first character of the switch's value as last read, '\0' when unset.
+char RuntimeSwitchValue(RuntimeSwitch s);
+
+// The switch named `name` ("DISC_GEMM_SKINNY", ...); false for other names.
+bool RuntimeSwitchByName(const char* name, RuntimeSwitch* s);
+
+// Reads every switch from the environment again.
+void ReloadRuntimeSwitches();
+
+}  // namespace tf_disc
+
+#endif  // TF_DISC_RUNTIME_SWITCHES_H_
