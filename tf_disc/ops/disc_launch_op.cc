@@ -156,14 +156,14 @@ class DiscLaunchOp : public AsyncOpKernel {
     };
     // A waiting caller resumes on the compile/timeout thread (Compute is
     // blocked meanwhile): a pool could be fully blocked in such waits.
-    auto cont = [this, ctx, done](const CacheOutcome& o) {
-      Continue(ctx, done, o);
+    auto cont = [this, ctx, done, stats_generation](const CacheOutcome& o) {
+      Continue(ctx, done, o, stats_generation);
     };
     const uint64_t epoch = ExecutableCacheEpoch();
     CacheOutcome outcome;
     if (LookupExecutable(params, make_request, &outcome, std::move(cont))) {
       if (outcome.exe) Remember(key, epoch, stats_generation, outcome.exe);
-      Continue(ctx, std::move(done), outcome);
+      Continue(ctx, std::move(done), outcome, stats_generation);
     }
   }
 
@@ -228,19 +228,21 @@ class DiscLaunchOp : public AsyncOpKernel {
       return true;
     }
     Remember(key, epoch, stats_generation, exe);
-    stats_->RecordCacheHit();
+    stats_->RecordCacheHit(stats_generation);
     RunExecutable(ctx, *exe);
     (*done)();
     return true;
   }
 
-  void Continue(OpKernelContext* ctx, DoneCallback done, const CacheOutcome& o) {
+  // stats_generation: the one the run was recorded under (RecordRun).
+  void Continue(OpKernelContext* ctx, DoneCallback done, const CacheOutcome& o,
+                uint64_t stats_generation) {
     if (!o.exe) {
       Fallback(ctx, std::move(done), o.fallback_reason);
       return;
     }
     if (!o.triggered_compile) {
-      stats_->RecordCacheHit();
+      stats_->RecordCacheHit(stats_generation);
       VLOG(1) << "DiscLaunch: " << function_ << ": executable cache hit";
     }
     RunExecutable(ctx, *o.exe);

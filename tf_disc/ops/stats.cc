@@ -51,12 +51,11 @@ void FunctionStats::RecordMemoHit(const std::string& key, uint64_t generation) {
   // A reset between the two drops the counted run with the key; the run is
   // then recorded again, once.
   if (CountIfCurrent(&runs_, generation) && CountIfCurrent(&cache_hits_, generation)) return;
-  RecordRun(key);
-  RecordCacheHit();
+  RecordCacheHit(RecordRun(key));
 }
 
-void FunctionStats::RecordCacheHit() {
-  cache_hits_.fetch_add(1, std::memory_order_relaxed);
+void FunctionStats::RecordCacheHit(uint64_t generation) {
+  CountIfCurrent(&cache_hits_, generation);
 }
 
 bool FunctionStats::RecordFallback(const std::string& reason) {

@@ -25,7 +25,9 @@ class FunctionStats {
   // after one the run is recorded again under the lock, so a run counted
   // after a reset always has its key listed.
   void RecordMemoHit(const std::string& key, uint64_t generation);
-  void RecordCacheHit();
+  // A cache hit of a run recorded under `generation`; dropped, like the run,
+  // when a reset came in between (hits never outnumber runs).
+  void RecordCacheHit(uint64_t generation);
   // Bumped by Reset (which forgets the keys).
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   // Returns true the first time this reason is seen (for warn-once logs).
