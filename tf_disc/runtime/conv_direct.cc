@@ -219,61 +219,86 @@ const float* PadVector(const void* v, int64_t oc, int64_t ocp, std::vector<float
   return store->data();
 }
 
-// Output rows [begin, end) (row = n * out_h + y) of a float depthwise
-// convolution with channel multiplier 1: per pixel, kPackets packets of
-// channels accumulate over the window's in-bounds taps in registers (the
-// loop in window.cc re-reads and re-writes the output once per tap).
-template <int NP>
-void DepthwisePixel(const DiscWindowArgs& w, const float* in, const float* f, int64_t c0,
-                    int64_t by, int64_t bx, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                    float* out) {
-  Packet acc[NP];
-  for (int p = 0; p < NP; ++p) acc[p] = ei::pset1<Packet>(0.f);
-  const int64_t c = w.in_c;
+// P output pixels of a row (x, x + 1, ...; the same in-bounds taps) of a
+// float depthwise convolution with channel multiplier 1, channels [c0, c0 +
+// NP packets): accumulated over the taps in registers (the loop in
+// window.cc re-reads and re-writes the output once per tap).  Several
+// pixels share each filter load and give the FMAs independent chains: one
+// pixel's 4 chains waited on the FMA latency at every tap.
+template <int NP, int P>
+void DepthwisePixels(const DiscWindowArgs& w, const float* in, const float* f, int64_t c0,
+                     int64_t by, int64_t bx, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                     float* out) {
+  Packet acc[P][NP];
+  for (int q = 0; q < P; ++q)
+    for (int p = 0; p < NP; ++p) acc[q][p] = ei::pset1<Packet>(0.f);
+  const int64_t c = w.in_c, step = w.stride_w * c;
   for (int64_t i = i0; i < i1; ++i) {
     const float* row = in + (by + i * w.dilation_h) * w.in_w * c + c0;
     const float* frow = f + i * w.k_w * c + c0;
     for (int64_t j = j0; j < j1; ++j) {
       const float* src = row + (bx + j * w.dilation_w) * c;
-      const float* fw = frow + j * c;
-      for (int p = 0; p < NP; ++p)
-        acc[p] = ei::pmadd(ei::ploadu<Packet>(src + p * kPacket),
-                           ei::ploadu<Packet>(fw + p * kPacket), acc[p]);
+      Packet fv[NP];
+      for (int p = 0; p < NP; ++p) fv[p] = ei::ploadu<Packet>(frow + j * c + p * kPacket);
+      for (int q = 0; q < P; ++q)
+        for (int p = 0; p < NP; ++p)
+          acc[q][p] = ei::pmadd(ei::ploadu<Packet>(src + q * step + p * kPacket), fv[p], acc[q][p]);
     }
   }
-  for (int p = 0; p < NP; ++p) ei::pstoreu(out + c0 + p * kPacket, acc[p]);
+  for (int q = 0; q < P; ++q)
+    for (int p = 0; p < NP; ++p) ei::pstoreu(out + q * c + c0 + p * kPacket, acc[q][p]);
+}
+
+// All channels of P pixels as above, then their epilogue.
+template <int P>
+void DepthwiseGroup(const DiscWindowArgs& w, const float* in, int64_t by, int64_t bx,
+                    int64_t i0, int64_t i1, int64_t j0, int64_t j1, float* out) {
+  const float* f = static_cast<const float*>(w.filter);
+  const int64_t c = w.in_c, full = c / kPacket * kPacket;
+  int64_t c0 = 0;
+  for (; c0 + kBlock <= full; c0 += kBlock)
+    DepthwisePixels<kPackets, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, out);
+  for (; c0 < full; c0 += kPacket)
+    DepthwisePixels<1, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, out);
+  for (int q = 0; q < P; ++q) {
+    const int64_t qx = bx + q * w.stride_w;
+    for (int64_t ch = c0; ch < c; ++ch) {  // channels past the last packet
+      float acc = 0.f;
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j)
+          acc += in[((by + i * w.dilation_h) * w.in_w + qx + j * w.dilation_w) * c + ch] *
+                 f[(i * w.k_w + j) * c + ch];
+      out[q * c + ch] = acc;
+    }
+  }
+  ApplyEpilogue(w, out, c, P, 0, c);
 }
 
 }  // namespace
 
 void DepthwiseRowsF32(const DiscWindowArgs& w, int64_t begin, int64_t end) {
-  const float* f = static_cast<const float*>(w.filter);
-  const int64_t c = w.in_c, full = c / kPacket * kPacket;
+  constexpr int kGroup = 4;  // pixels per DepthwiseGroup where all taps are in bounds
+  const int64_t c = w.in_c;
   for (int64_t ny = begin; ny < end; ++ny) {
     const int64_t n = ny / w.out_h, y = ny % w.out_h;
     const int64_t by = y * w.stride_h - w.pad_top;
     const float* in = static_cast<const float*>(w.input) + n * w.in_h * w.in_w * c;
     int64_t i0, i1;
     TapRange(by, w.dilation_h, w.k_h, w.in_h, &i0, &i1);
-    for (int64_t x = 0; x < w.out_w; ++x) {
+    for (int64_t x = 0; x < w.out_w;) {
       float* out = static_cast<float*>(w.output) + (ny * w.out_w + x) * c;
       const int64_t bx = x * w.stride_w - w.pad_left;
-      int64_t j0, j1;
+      int64_t j0, j1, l0 = 0, l1 = 0;
       TapRange(bx, w.dilation_w, w.k_w, w.in_w, &j0, &j1);
-      int64_t c0 = 0;
-      for (; c0 + kBlock <= full; c0 += kBlock)
-        DepthwisePixel<kPackets>(w, in, f, c0, by, bx, i0, i1, j0, j1, out);
-      for (; c0 < full; c0 += kPacket)
-        DepthwisePixel<1>(w, in, f, c0, by, bx, i0, i1, j0, j1, out);
-      for (; c0 < c; ++c0) {  // channels past the last packet
-        float acc = 0.f;
-        for (int64_t i = i0; i < i1; ++i)
-          for (int64_t j = j0; j < j1; ++j)
-            acc += in[((by + i * w.dilation_h) * w.in_w + bx + j * w.dilation_w) * c + c0] *
-                   f[(i * w.k_w + j) * c + c0];
-        out[c0] = acc;
+      if (x + kGroup <= w.out_w && j0 == 0 && j1 == w.k_w)
+        TapRange(bx + (kGroup - 1) * w.stride_w, w.dilation_w, w.k_w, w.in_w, &l0, &l1);
+      if (l0 == 0 && l1 == w.k_w) {  // the group's first and last pixels: all taps in bounds
+        DepthwiseGroup<kGroup>(w, in, by, bx, i0, i1, j0, j1, out);
+        x += kGroup;
+      } else {
+        DepthwiseGroup<1>(w, in, by, bx, i0, i1, j0, j1, out);
+        ++x;
       }
-      ApplyEpilogue(w, out, c, 1, 0, c);
     }
   }
 }
