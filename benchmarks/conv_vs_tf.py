@@ -1,6 +1,7 @@
-"""blade_disc_tf's convolutions (rt->window: im2col panels + the AVX-512 Eigen
-GEMM, direct depthwise loops) versus stock TF's Conv2D /
-DepthwiseConv2dNative (oneDNN) at ResNet-50 and MobileNetV2 layer shapes.
+"""blade_disc_tf's convolutions (rt->window: the direct register-tiled kernel
+of runtime/conv_direct.cc with bias/ReLU on its tiles, 1x1s included; direct
+depthwise loops) versus stock TF's Conv2D / DepthwiseConv2dNative (oneDNN)
+at ResNet-50 and MobileNetV2 layer shapes.
 
 Both run the same tf.function body (conv + bias + relu, which Grappler's
 remapper turns into _FusedConv2D for TF and we cluster) in one process,
@@ -10,8 +11,8 @@ blade_disc_tf is enabled.
     python benchmarks/conv_vs_tf.py [--repeats 9] [--batch 1 8] [--image 64 224] [--ab]
 
 --ab also times our convolutions with the direct kernel switched off
-(DISC_CONV_DIRECT=0: im2col panels + GEMM, the path before
-runtime/conv_direct.cc), interleaved with the other two.
+(DISC_CONV_DIRECT=0: im2col panels + GEMM, then the epilogue; a plain 1x1
+is a GEMM on the input), interleaved with the other two.
 """
 import argparse
 import os

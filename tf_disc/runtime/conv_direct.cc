@@ -33,217 +33,295 @@ constexpr int64_t kTilesPerTask = 16;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// A run of `len` consecutive patch elements: input offset from the pixel's
-// window origin, and first filter row.
-struct Seg {
-  int64_t a_off, f_row, len;
+// The fused epilogue of one channel block (vectors offset to its first
+// channel, padded to whole packets), applied to the accumulators before
+// the last chunk's store: the output is written once, finished.
+struct BlockEpilogue {
+  const float* scale;
+  const float* shift;
+  int32_t activation;
 };
 
-// out[r * ldo + p * kPacket] (+)= sum over segs of
-//   a[pix[r] + seg.a_off + kk] * f[(seg.f_row + kk) * ldf + p * kPacket]
-// (pix[r]: offset of output pixel r's window origin in the input).
-template <int R, int NP>
-void Tile(const float* a, const int64_t* pix, const float* f, int64_t ldf, const Seg* segs,
-          int64_t nseg, float* out, int64_t ldo, bool init) {
+// act(acc * scale + shift) with TF's Relu/Relu6 (NaN stays NaN).
+inline Packet Finish(const BlockEpilogue& e, int p, Packet v) {
+  if (e.scale != nullptr) v = ei::pmul(v, ei::ploadu<Packet>(e.scale + p * kPacket));
+  if (e.shift != nullptr) v = ei::padd(v, ei::ploadu<Packet>(e.shift + p * kPacket));
+  if (e.activation != DISC_ACT_NONE) {
+    const Packet zero = ei::pset1<Packet>(0.f);
+    v = ei::pselect(ei::pcmp_lt(v, zero), zero, v);
+    if (e.activation == DISC_ACT_RELU6) {
+      const Packet six = ei::pset1<Packet>(6.f);
+      v = ei::pselect(ei::pcmp_lt(six, v), six, v);
+    }
+  }
+  return v;
+}
+
+// out[r * ldo + p * kPacket] (+)= sum over kk < len of
+//   a[pix[r] + aoff[kk]] * f[kk * ldf + p * kPacket]
+// (pix[r]: offset of output pixel r's window origin in a; aoff: the
+// chunk's patch offsets), then the epilogue when `epi` is given.  One flat
+// loop over the chunk keeps the accumulators in registers throughout
+// (a loop per filter row spilled all 24 of them at every row).
+template <int R, int NP, bool kInit>
+void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, const float* f,
+          int64_t ldf, float* out, int64_t ldo, const BlockEpilogue* epi) {
+  if (kInit) {  // the next tile's output lines, first written by it: their
+                // misses overlap this tile's work instead of stalling its stores
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < NP; ++p) __builtin_prefetch(out + (R + r) * ldo + p * kPacket, 1, 3);
+  }
   Packet acc[R][NP];
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < NP; ++p)
-      acc[r][p] = init ? ei::pset1<Packet>(0.f) : ei::ploadu<Packet>(out + r * ldo + p * kPacket);
-  for (int64_t s = 0; s < nseg; ++s) {
-    const float* ar[R];
-    for (int r = 0; r < R; ++r) ar[r] = a + pix[r] + segs[s].a_off;
-    const float* fs = f + segs[s].f_row * ldf;
-    for (int64_t kk = 0, len = segs[s].len; kk < len; ++kk) {
-      Packet fv[NP];
-      for (int p = 0; p < NP; ++p) fv[p] = ei::ploadu<Packet>(fs + kk * ldf + p * kPacket);
-      for (int r = 0; r < R; ++r) {
-        const Packet av = ei::pset1<Packet>(ar[r][kk]);
-        for (int p = 0; p < NP; ++p) acc[r][p] = ei::pmadd(av, fv[p], acc[r][p]);
-      }
+      acc[r][p] = kInit ? ei::pset1<Packet>(0.f) : ei::ploadu<Packet>(out + r * ldo + p * kPacket);
+  const float* ar[R];
+  for (int r = 0; r < R; ++r) ar[r] = a + pix[r];
+  for (int64_t kk = 0; kk < len; ++kk) {
+    const int64_t o = aoff[kk];
+    Packet fv[NP];
+    for (int p = 0; p < NP; ++p) fv[p] = ei::ploadu<Packet>(f + kk * ldf + p * kPacket);
+    for (int r = 0; r < R; ++r) {
+      const Packet av = ei::pset1<Packet>(ar[r][o]);
+      for (int p = 0; p < NP; ++p) acc[r][p] = ei::pmadd(av, fv[p], acc[r][p]);
     }
+  }
+  if (epi != nullptr) {
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < NP; ++p) acc[r][p] = Finish(*epi, p, acc[r][p]);
   }
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < NP; ++p) ei::pstoreu(out + r * ldo + p * kPacket, acc[r][p]);
 }
 
-using TileFn = void (*)(const float*, const int64_t*, const float*, int64_t, const Seg*,
-                        int64_t, float*, int64_t, bool);
+using TileFn = void (*)(const float*, const int64_t*, const int64_t*, int64_t, const float*,
+                        int64_t, float*, int64_t, const BlockEpilogue*);
 
-template <int R>
+template <int R, bool kInit>
 constexpr TileFn TileFor(int np) {
-  return np == 1 ? &Tile<R, 1> : np == 2 ? &Tile<R, 2> : np == 3 ? &Tile<R, 3> : &Tile<R, 4>;
+  return np == 1   ? &Tile<R, 1, kInit>
+         : np == 2 ? &Tile<R, 2, kInit>
+         : np == 3 ? &Tile<R, 3, kInit>
+                   : &Tile<R, 4, kInit>;
 }
 
-TileFn Pick(int rows, int np) {
+template <bool kInit>
+TileFn PickInit(int rows, int np) {
   static_assert(kRows <= 6 && kPackets == 4, "Pick covers 1..6 rows x 1..4 packets");
   switch (rows) {
-    case 1: return TileFor<1>(np);
-    case 2: return TileFor<2>(np);
-    case 3: return TileFor<3>(np);
-    case 4: return TileFor<4>(np);
-    case 5: return TileFor<5>(np);
-    default: return TileFor<6>(np);
+    case 1: return TileFor<1, kInit>(np);
+    case 2: return TileFor<2, kInit>(np);
+    case 3: return TileFor<3, kInit>(np);
+    case 4: return TileFor<4, kInit>(np);
+    case 5: return TileFor<5, kInit>(np);
+    default: return TileFor<6, kInit>(np);
   }
 }
 
-// The patch of one output pixel as segments, cut into chunks of at most
-// kChunk filter rows (chunk c = segs[starts[c] .. starts[c + 1])).
-void Segments(const DiscWindowArgs& w, int64_t row_stride, std::vector<Seg>* segs,
-              std::vector<int64_t>* starts) {
+TileFn Pick(int rows, int np, bool init) {
+  return init ? PickInit<true>(rows, np) : PickInit<false>(rows, np);
+}
+
+// Offset of patch element kk = (i * k_w + j) * in_c + ci from the window
+// origin, for input rows `row_stride` floats apart.
+std::vector<int64_t> PatchOffsets(const DiscWindowArgs& w, int64_t row_stride) {
   const int64_t c = w.in_c;
-  std::vector<Seg> raw;
-  for (int64_t i = 0; i < w.k_h; ++i) {
-    if (w.dilation_w == 1) {  // the filter row's (j, c) run is contiguous in the input too
-      raw.push_back({i * w.dilation_h * row_stride, i * w.k_w * c, w.k_w * c});
-    } else {
-      for (int64_t j = 0; j < w.k_w; ++j)
-        raw.push_back({i * w.dilation_h * row_stride + j * w.dilation_w * c,
-                       (i * w.k_w + j) * c, c});
-    }
-  }
-  int64_t fill = kChunk;
-  for (const Seg& s : raw) {
-    for (int64_t k0 = 0; k0 < s.len; k0 += kChunk) {
-      const int64_t len = std::min(kChunk, s.len - k0);
-      if (fill + len > kChunk) {
-        starts->push_back(static_cast<int64_t>(segs->size()));
-        fill = 0;
-      }
-      segs->push_back({s.a_off + k0, s.f_row + k0, len});
-      fill += len;
-    }
-  }
-  starts->push_back(static_cast<int64_t>(segs->size()));
+  std::vector<int64_t> off(w.k_h * w.k_w * c);
+  for (int64_t i = 0, kk = 0; i < w.k_h; ++i)
+    for (int64_t j = 0; j < w.k_w; ++j)
+      for (int64_t ci = 0; ci < c; ++ci, ++kk)
+        off[kk] = i * w.dilation_h * row_stride + j * w.dilation_w * c + ci;
+  return off;
 }
 
-// Input rows extended by the padding the windows reach: [batch, ext_h,
-// ext_w, in_c] with zeros outside the input.
-void PadRows(const DiscWindowArgs& w, int64_t ext_h, int64_t ext_w, float* dst,
-             int64_t begin, int64_t end) {
-  const float* in = static_cast<const float*>(w.input);
-  const int64_t c = w.in_c, row = ext_w * c;
+// Row e of the padded image n (ext_w pixels, zeros outside the input).
+void PadRow(const DiscWindowArgs& w, int64_t ext_w, int64_t n, int64_t e, float* d) {
+  const int64_t c = w.in_c, row = ext_w * c, iy = e - w.pad_top;
   const int64_t x0 = std::min(ext_w, w.pad_left);
   const int64_t x1 = std::min(ext_w, w.pad_left + w.in_w);
-  for (int64_t t = begin; t < end; ++t) {
-    const int64_t n = t / ext_h, p = t % ext_h, iy = p - w.pad_top;
-    float* d = dst + t * row;
-    if (iy < 0 || iy >= w.in_h || x1 <= x0) {
-      std::fill(d, d + row, 0.f);
-      continue;
-    }
-    std::fill(d, d + x0 * c, 0.f);
-    std::memcpy(d + x0 * c, in + ((n * w.in_h + iy) * w.in_w) * c, (x1 - x0) * c * sizeof(float));
-    std::fill(d + x1 * c, d + row, 0.f);
+  if (iy < 0 || iy >= w.in_h || x1 <= x0) {
+    std::fill(d, d + row, 0.f);
+    return;
   }
+  const float* in = static_cast<const float*>(w.input);
+  std::fill(d, d + x0 * c, 0.f);
+  std::memcpy(d + x0 * c, in + ((n * w.in_h + iy) * w.in_w) * c, (x1 - x0) * c * sizeof(float));
+  std::fill(d + x1 * c, d + row, 0.f);
 }
 
+// The input a run of output pixels [p0, p0 + np) reads, and each pixel's
+// window origin in it (pix).  Unpadded convolutions read the input itself;
+// padded ones a band of zero-padded rows built here, inside the task (one
+// parallel step instead of a padding pass then the convolution: each step's
+// thread hand-offs cost as much as the copy), per image the rows from the
+// run's first output row's window to its last one's.
+class RunInput {
+ public:
+  RunInput(const DiscWindowArgs& w, bool pad, int64_t ext_h, int64_t ext_w)
+      : w_(w), pad_(pad), ext_w_(ext_w),
+        eff_h_((w.k_h - 1) * w.dilation_h + 1),
+        row_(pad ? ext_w * w.in_c : w.in_w * w.in_c),
+        image_((pad ? ext_h : w.in_h) * row_) {}
 
-// Output rows [begin, end) (row = n * out_h + y) of a float depthwise
-// convolution with channel multiplier 1: per pixel, kPackets packets of
-// channels accumulate over the window's in-bounds taps in registers (the
-// loop in window.cc re-reads and re-writes the output once per tap).
-template <int NP>
-void DepthwisePixel(const DiscWindowArgs& w, const float* in, const float* f, int64_t c0,
-                    int64_t by, int64_t bx, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                    float* out) {
-  Packet acc[NP];
-  for (int p = 0; p < NP; ++p) acc[p] = ei::pset1<Packet>(0.f);
-  const int64_t c = w.in_c;
+  int64_t row_stride() const { return row_; }
+
+  // Fills pix[0, np); returns the base pointer, or null when out of memory.
+  const float* Prepare(int64_t p0, int64_t np, int64_t* pix) {
+    const int64_t ow = w_.out_w, oh = w_.out_h, c = w_.in_c;
+    const int64_t sh = w_.stride_h, sw = w_.stride_w;
+    if (!pad_) {
+      for (int64_t q = 0; q < np; ++q) {
+        const int64_t p = p0 + q, x = p % ow, y = (p / ow) % oh;
+        pix[q] = (p / (ow * oh)) * image_ + y * sh * row_ + x * sw * c;
+      }
+      return static_cast<const float*>(w_.input);
+    }
+    // Global output rows g = n * oh + y of the run, and the band rows each
+    // image needs: [ylo * sh, yhi * sh + eff_h).
+    const int64_t g0 = p0 / ow, g1 = (p0 + np - 1) / ow;
+    int64_t size = 0;
+    for (int64_t n = g0 / oh; n <= g1 / oh; ++n) {
+      const int64_t ylo = std::max(g0, n * oh) - n * oh, yhi = std::min(g1, n * oh + oh - 1) - n * oh;
+      size += ((yhi - ylo) * sh + eff_h_) * row_;
+    }
+    if (size > capacity_) {
+      band_.reset(new (std::nothrow) float[size]);
+      capacity_ = band_ ? size : 0;
+      if (!band_) return nullptr;
+    }
+    float* d = band_.get();
+    int64_t q = 0;
+    for (int64_t n = g0 / oh; n <= g1 / oh; ++n) {
+      const int64_t ylo = std::max(g0, n * oh) - n * oh, yhi = std::min(g1, n * oh + oh - 1) - n * oh;
+      const int64_t rows = (yhi - ylo) * sh + eff_h_, base = d - band_.get();
+      for (int64_t e = 0; e < rows; ++e) PadRow(w_, ext_w_, n, ylo * sh + e, d + e * row_);
+      for (; q < np && (p0 + q) / (ow * oh) == n; ++q) {
+        const int64_t p = p0 + q, x = p % ow, y = (p / ow) % oh;
+        pix[q] = base + (y - ylo) * sh * row_ + x * sw * c;
+      }
+      d += rows * row_;
+    }
+    return band_.get();
+  }
+
+ private:
+  const DiscWindowArgs& w_;
+  const bool pad_;
+  const int64_t ext_w_, eff_h_, row_, image_;
+  std::unique_ptr<float[]> band_;
+  int64_t capacity_ = 0;
+};
+
+// A vector of oc floats zero-padded to ocp (null stays null).
+const float* PadVector(const void* v, int64_t oc, int64_t ocp, std::vector<float>* store) {
+  if (v == nullptr || oc == ocp) return static_cast<const float*>(v);
+  const float* f = static_cast<const float*>(v);
+  store->assign(ocp, 0.f);
+  std::copy(f, f + oc, store->begin());
+  return store->data();
+}
+
+// P output pixels of a row (x, x + 1, ...; the same in-bounds taps) of a
+// float depthwise convolution with channel multiplier 1, channels [c0, c0 +
+// NP packets): accumulated over the taps in registers (the loop in
+// window.cc re-reads and re-writes the output once per tap).  Several
+// pixels share each filter load and give the FMAs independent chains: one
+// pixel's 4 chains waited on the FMA latency at every tap.
+template <int NP, int P>
+void DepthwisePixels(const DiscWindowArgs& w, const float* in, const float* f, int64_t c0,
+                     int64_t by, int64_t bx, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                     float* out) {
+  Packet acc[P][NP];
+  for (int q = 0; q < P; ++q)
+    for (int p = 0; p < NP; ++p) acc[q][p] = ei::pset1<Packet>(0.f);
+  const int64_t c = w.in_c, step = w.stride_w * c;
   for (int64_t i = i0; i < i1; ++i) {
     const float* row = in + (by + i * w.dilation_h) * w.in_w * c + c0;
     const float* frow = f + i * w.k_w * c + c0;
     for (int64_t j = j0; j < j1; ++j) {
       const float* src = row + (bx + j * w.dilation_w) * c;
-      const float* fw = frow + j * c;
-      for (int p = 0; p < NP; ++p)
-        acc[p] = ei::pmadd(ei::ploadu<Packet>(src + p * kPacket),
-                           ei::ploadu<Packet>(fw + p * kPacket), acc[p]);
+      Packet fv[NP];
+      for (int p = 0; p < NP; ++p) fv[p] = ei::ploadu<Packet>(frow + j * c + p * kPacket);
+      for (int q = 0; q < P; ++q)
+        for (int p = 0; p < NP; ++p)
+          acc[q][p] = ei::pmadd(ei::ploadu<Packet>(src + q * step + p * kPacket), fv[p], acc[q][p]);
     }
   }
-  for (int p = 0; p < NP; ++p) ei::pstoreu(out + c0 + p * kPacket, acc[p]);
+  for (int q = 0; q < P; ++q)
+    for (int p = 0; p < NP; ++p) ei::pstoreu(out + q * c + c0 + p * kPacket, acc[q][p]);
+}
+
+// All channels of P pixels as above, then their epilogue.
+template <int P>
+void DepthwiseGroup(const DiscWindowArgs& w, const float* in, int64_t by, int64_t bx,
+                    int64_t i0, int64_t i1, int64_t j0, int64_t j1, float* out) {
+  const float* f = static_cast<const float*>(w.filter);
+  const int64_t c = w.in_c, full = c / kPacket * kPacket;
+  int64_t c0 = 0;
+  for (; c0 + kBlock <= full; c0 += kBlock)
+    DepthwisePixels<kPackets, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, out);
+  for (; c0 < full; c0 += kPacket)
+    DepthwisePixels<1, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, out);
+  for (int q = 0; q < P; ++q) {
+    const int64_t qx = bx + q * w.stride_w;
+    for (int64_t ch = c0; ch < c; ++ch) {  // channels past the last packet
+      float acc = 0.f;
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j)
+          acc += in[((by + i * w.dilation_h) * w.in_w + qx + j * w.dilation_w) * c + ch] *
+                 f[(i * w.k_w + j) * c + ch];
+      out[q * c + ch] = acc;
+    }
+  }
+  ApplyEpilogue(w, out, c, P, 0, c);
 }
 
 }  // namespace
 
 void DepthwiseRowsF32(const DiscWindowArgs& w, int64_t begin, int64_t end) {
-  const float* f = static_cast<const float*>(w.filter);
-  const int64_t c = w.in_c, full = c / kPacket * kPacket;
+  constexpr int kGroup = 4;  // pixels per DepthwiseGroup where all taps are in bounds
+  const int64_t c = w.in_c;
   for (int64_t ny = begin; ny < end; ++ny) {
     const int64_t n = ny / w.out_h, y = ny % w.out_h;
     const int64_t by = y * w.stride_h - w.pad_top;
     const float* in = static_cast<const float*>(w.input) + n * w.in_h * w.in_w * c;
     int64_t i0, i1;
     TapRange(by, w.dilation_h, w.k_h, w.in_h, &i0, &i1);
-    for (int64_t x = 0; x < w.out_w; ++x) {
+    for (int64_t x = 0; x < w.out_w;) {
       float* out = static_cast<float*>(w.output) + (ny * w.out_w + x) * c;
       const int64_t bx = x * w.stride_w - w.pad_left;
-      int64_t j0, j1;
+      int64_t j0, j1, l0 = 0, l1 = 0;
       TapRange(bx, w.dilation_w, w.k_w, w.in_w, &j0, &j1);
-      int64_t c0 = 0;
-      for (; c0 + kBlock <= full; c0 += kBlock)
-        DepthwisePixel<kPackets>(w, in, f, c0, by, bx, i0, i1, j0, j1, out);
-      for (; c0 < full; c0 += kPacket)
-        DepthwisePixel<1>(w, in, f, c0, by, bx, i0, i1, j0, j1, out);
-      for (; c0 < c; ++c0) {  // channels past the last packet
-        float acc = 0.f;
-        for (int64_t i = i0; i < i1; ++i)
-          for (int64_t j = j0; j < j1; ++j)
-            acc += in[((by + i * w.dilation_h) * w.in_w + bx + j * w.dilation_w) * c + c0] *
-                   f[(i * w.k_w + j) * c + c0];
-        out[c0] = acc;
+      if (x + kGroup <= w.out_w && j0 == 0 && j1 == w.k_w)
+        TapRange(bx + (kGroup - 1) * w.stride_w, w.dilation_w, w.k_w, w.in_w, &l0, &l1);
+      if (l0 == 0 && l1 == w.k_w) {  // the group's first and last pixels: all taps in bounds
+        DepthwiseGroup<kGroup>(w, in, by, bx, i0, i1, j0, j1, out);
+        x += kGroup;
+      } else {
+        DepthwiseGroup<1>(w, in, by, bx, i0, i1, j0, j1, out);
+        ++x;
       }
-      ApplyEpilogue(w, out, c, 1, 0, c);
     }
   }
 }
-
-namespace {
-}  // namespace
 
 bool UseDirectConv(const DiscWindowArgs& w) {
   if (w.dtype != DISC_DTYPE_FLOAT || w.kind != DISC_WINDOW_CONV || w.groups > 1) return false;
   if (w.k_h * w.k_w * w.in_c == 0) return false;  // the GEMM path writes the zeros
-  const char env = RuntimeSwitchValue(RuntimeSwitch::kConvDirect);
-  if (env == '0' || env == '1') return env == '1';
-  const bool plain_gemm = w.k_h == 1 && w.k_w == 1 && w.stride_h == 1 && w.stride_w == 1 &&
-                          w.pad_top == 0 && w.pad_left == 0 && w.out_h == w.in_h &&
-                          w.out_w == w.in_w;
-  // Plain 1x1s stay GEMMs even with an epilogue (its pass after the GEMM
-  // measured cheaper than the direct kernel there: conv_vs_tf --ab, 1x1
-  // 64->256 at 56x56 batch 8, 1.12x against 1.50x TF's time).
-  return !plain_gemm;
+  // Plain 1x1s included: the epilogue on the tile registers beats the GEMM
+  // and its epilogue pass over the output (conv_vs_tf-style A/B in one
+  // process, 1x1 32->192 @56 batch 8: 0.98x TF's time against 1.22x).
+  // DISC_CONV_DIRECT=0 switches it off (read once, runtime/switches.h).
+  return RuntimeSwitchValue(RuntimeSwitch::kConvDirect) != '0';
 }
 
 bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
                    const GemmParallelFor& parallel_for, std::string* error) {
-  const int64_t c = w.in_c, oc = w.out_c, k = w.k_h * w.k_w * c;
+  const int64_t oc = w.out_c, k = w.k_h * w.k_w * w.in_c;
   const int64_t ext_h = (w.out_h - 1) * w.stride_h + (w.k_h - 1) * w.dilation_h + 1;
   const int64_t ext_w = (w.out_w - 1) * w.stride_w + (w.k_w - 1) * w.dilation_w + 1;
   const bool pad = w.pad_top > 0 || w.pad_left > 0 || ext_h - w.pad_top > w.in_h ||
                    ext_w - w.pad_left > w.in_w;
-  const int64_t rows_in = pad ? ext_h : w.in_h, row_stride = (pad ? ext_w : w.in_w) * c;
-  const double flops = 2.0 * w.batch * w.out_h * w.out_w * k * oc;
-  const bool threaded = num_threads > 1 && flops >= 4e5;
-  auto shard = [&](int64_t n, int64_t cost, const std::function<void(int64_t, int64_t)>& fn) {
-    if (threaded) {
-      parallel_for(n, cost, fn);
-    } else {
-      fn(0, n);
-    }
-  };
-  std::unique_ptr<float[]> padded;
-  const float* src = static_cast<const float*>(w.input);
-  if (pad) {
-    padded.reset(new (std::nothrow) float[w.batch * ext_h * row_stride]);
-    if (!padded) {
-      *error = "conv2d: out of memory for the padded input";
-      return false;
-    }
-    shard(w.batch * ext_h, row_stride / 4 + 1, [&](int64_t b, int64_t e) {
-      PadRows(w, ext_h, ext_w, padded.get(), b, e);
-    });
-    src = padded.get();
-  }
   // Output channels rounded up to whole packets: a zero-padded filter copy.
   const int64_t ocp = CeilDiv(oc, kPacket) * kPacket;
   std::unique_ptr<float[]> fpad;
@@ -260,58 +338,60 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
     }
     filt = fpad.get();
   }
-  std::vector<Seg> segs;
-  std::vector<int64_t> starts;
-  Segments(w, row_stride, &segs, &starts);
+  std::vector<float> scale_store, shift_store;
+  const float* scale = PadVector(w.scale, oc, ocp, &scale_store);
+  const float* shift = PadVector(w.shift, oc, ocp, &shift_store);
+  const bool epilogue = HasEpilogue(w);
+  const std::vector<int64_t> aoff =
+      PatchOffsets(w, (pad ? ext_w : w.in_w) * w.in_c);
+  // Chunks of at most kChunk filter rows, of nearly equal size.
+  const int64_t chunks = CeilDiv(k, kChunk);
   const int64_t blocks = CeilDiv(ocp, kBlock);
-  const int64_t image = rows_in * row_stride, pixels = w.batch * w.out_h * w.out_w;
+  const int64_t pixels = w.batch * w.out_h * w.out_w;
   // Runs of at most kRows * kTilesPerTask pixels, of nearly equal size.
   const int64_t runs = CeilDiv(pixels, kRows * kTilesPerTask);
   float* out = static_cast<float*>(w.output);
   std::atomic<bool> ok{true};
-  // Task = (run of output pixels, in NHWC order across rows and
-  // images; channel block): every chunk of filter rows is applied to all of
-  // the run's pixel tiles before the next chunk, the run's outputs staying
-  // in L1.
+  // Task = (run of output pixels, in NHWC order across rows and images;
+  // channel block): every chunk of filter rows is applied to all of the
+  // run's pixel tiles before the next chunk, the run's outputs staying in
+  // L1; a shard's consecutive tasks of one run share its input band.
   auto run = [&](int64_t begin, int64_t end) {
     std::unique_ptr<float[]> tmp;  // a partial block's outputs (ld = its width)
+    RunInput input(w, pad, ext_h, ext_w);
     int64_t pix[kRows * kTilesPerTask];
+    int64_t prepared = -1;
+    const float* src = nullptr;
     for (int64_t t = begin; t < end; ++t) {
       const int64_t pb = t / blocks, cb = t % blocks;
       const int64_t p0 = pb * pixels / runs, np_ = (pb + 1) * pixels / runs - p0;
-      for (int64_t q = 0; q < np_; ++q) {
-        const int64_t p = p0 + q, x = p % w.out_w, y = (p / w.out_w) % w.out_h;
-        pix[q] = (p / (w.out_w * w.out_h)) * image + y * w.stride_h * row_stride +
-                 x * w.stride_w * c;
+      if (pb != prepared) {
+        src = input.Prepare(p0, np_, pix);
+        prepared = pb;
       }
       const int64_t c0 = cb * kBlock, width = std::min(kBlock, ocp - c0);
       const int np = static_cast<int>(width / kPacket);
       const bool partial = c0 + width > oc;
-      float* dst = out + p0 * oc + c0;
-      int64_t ldo = oc;
-      if (partial) {
-        if (!tmp) tmp.reset(new (std::nothrow) float[kRows * kTilesPerTask * width]);
-        if (!tmp) {
-          ok = false;
-          return;
-        }
-        dst = tmp.get();
-        ldo = width;
+      if (partial && !tmp) tmp.reset(new (std::nothrow) float[kRows * kTilesPerTask * width]);
+      if (src == nullptr || (partial && !tmp)) {
+        ok = false;
+        return;
       }
+      float* dst = partial ? tmp.get() : out + p0 * oc + c0;
+      const int64_t ldo = partial ? width : oc;
+      const BlockEpilogue epi{scale ? scale + c0 : nullptr, shift ? shift + c0 : nullptr,
+                              w.activation};
       // Full tiles, then the rest (measured: tiles of equal size, 5 or 6
       // pixels, ran 3x3 512->512 on 7x7 at 134 GF/s against 194 like this).
-      const int64_t tiles = CeilDiv(np_, kRows);
-      for (size_t ch = 0; ch + 1 < starts.size(); ++ch) {
-        const Seg* cs = segs.data() + starts[ch];
-        const int64_t ns = starts[ch + 1] - starts[ch];
-        for (int64_t i = 0, q = 0; i < tiles; ++i) {
-          const int64_t q1 = std::min(np_, q + kRows);
-          Pick(static_cast<int>(q1 - q), np)(src, pix + q, filt + c0, ocp, cs, ns,
-                                             dst + q * ldo, ldo, ch == 0);
-          q = q1;
+      for (int64_t ch = 0; ch < chunks; ++ch) {
+        const int64_t k0 = ch * k / chunks, len = (ch + 1) * k / chunks - k0;
+        const BlockEpilogue* last = epilogue && ch + 1 == chunks ? &epi : nullptr;
+        for (int64_t q = 0; q < np_; q += kRows) {
+          const int rows = static_cast<int>(std::min<int64_t>(kRows, np_ - q));
+          Pick(rows, np, ch == 0)(src, pix + q, aoff.data() + k0, len, filt + k0 * ocp + c0, ocp,
+                                  dst + q * ldo, ldo, last);
         }
       }
-      ApplyEpilogue(w, dst, ldo, np_, c0, std::min(oc, c0 + width));
       if (partial) {
         for (int64_t q = 0; q < np_; ++q)
           std::copy(dst + q * ldo, dst + q * ldo + (oc - c0), out + (p0 + q) * oc + c0);
@@ -319,8 +399,13 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
     }
   };
   const int64_t tasks = runs * blocks;
-  shard(tasks, static_cast<int64_t>(2.0 * pixels / runs * k * kBlock / 32) + 1, run);
-  if (!ok) *error = "conv2d: out of memory for an output row";
+  const double flops = 2.0 * pixels * k * oc;
+  if (num_threads > 1 && flops >= 4e5) {
+    parallel_for(tasks, static_cast<int64_t>(2.0 * pixels / runs * k * kBlock / 32) + 1, run);
+  } else {
+    run(0, tasks);
+  }
+  if (!ok) *error = "conv2d: out of memory for a task's buffers";
   return ok.load();
 }
 

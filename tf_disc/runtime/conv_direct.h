@@ -57,10 +57,9 @@ void ApplyEpilogue(const DiscWindowArgs& w, T* out, int64_t ld, int64_t rows, in
   }
 }
 
-// Whether RunDirectConv is the faster path for this (validated, non-empty)
-// convolution: float, ungrouped, and not a 1x1 stride-1 unpadded one (a
-// plain GEMM on the input, then a pass for the epilogue).  DISC_CONV_DIRECT=0 / 1
-// forces it off / on (where supported), for A/B timing in one process.
+// Whether RunDirectConv runs this (validated, non-empty) convolution: float
+// and ungrouped (plain 1x1s too).  DISC_CONV_DIRECT=0 / 1 forces it off / on
+// (where supported), for A/B timing in one process.
 bool UseDirectConv(const DiscWindowArgs& w);
 
 // Runs the convolution; false with *error set when scratch memory fails.

@@ -1,6 +1,6 @@
 // Windowed NHWC ops behind DiscRuntime::window (disc_abi.h): Conv2D (the
 // direct float kernel of conv_direct.cc; im2col panels + the Eigen GEMM of
-// gemm.cc for doubles, groups and plain 1x1s), depthwise convolution and
+// gemm.cc for doubles and groups), depthwise convolution and
 // max/avg pooling (direct loops vectorized over channels), and the
 // convolutions' per-channel scale/shift/activation epilogue.
 //
