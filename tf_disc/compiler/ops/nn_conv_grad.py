@@ -1,12 +1,10 @@
 """Conv2DBackpropInput and Conv2DBackpropFilter (NHWC) from existing IR ops,
 so gradient graphs cluster instead of splitting at every convolution.
 
-- Backprop input is a stride-1 VALID convolution (the `window` op of
-  ops/nn_conv.py) of the output gradient, dilated by the strides (zeros
-  between rows/columns: a pad of a [N,OH,1,OW,1,C] reshape) and padded by
-  effective_filter - 1 - pad_before, with the filter flipped in H and W and
-  its in/out channels swapped (a `view` with negative strides); a 1x1
-  filter is a GEMM whose result is spread out by the strides.
+- Backprop input is the `window` op of kind conv_transpose
+  (runtime/conv_transpose.cc): one stride-1 convolution per output phase
+  with the filter taps that reach it, so no work is spent on the zeros a
+  strided gradient would have between its rows and columns.
 - Backprop filter is one GEMM: the patches of the padded input (a `view`
   [N,OH,OW,KH,KW,Ci] with overlapping strides, im2col) contracted with the
   output gradient over N, OH, OW.
@@ -83,26 +81,6 @@ def _check(b, node, got: str, want: str, msg: str) -> None:
     _assert_eq(b, [got], [want], node, f"{node.op}: {msg}: {{0}} vs {{1}}")
 
 
-def _dilate(b, dy, sh: int, sw: int):
-    """dy with sh-1 / sw-1 zero rows/columns after every row/column."""
-    if sh == 1 and sw == 1:
-        return dy
-    n, oh, ow, c = dy.shape
-    r = b.emit("reshape", [dy], dy.dtype, (n, oh, "1", ow, "1", c))
-    p = b.emit("pad", [r, b.constant(0, dy.dtype)], dy.dtype,
-               (n, oh, str(sh), ow, str(sw), c), lo=["0"] * 6)
-    return b.emit("reshape", [p], dy.dtype, (n, dim_mul(oh, str(sh)), dim_mul(ow, str(sw)), c))
-
-
-def _flipped_filter(b, f):
-    """[KH,KW,Ci,Co] -> [KH,KW,Co,Ci] reversed in KH and KW (a view)."""
-    kh, kw, ci, co = f.shape
-    s0, s1 = dim_mul(kw, ci, co), dim_mul(ci, co)
-    base = dim_max(dim_add(dim_mul(dim_sub(kh, "1"), s0), dim_mul(dim_sub(kw, "1"), s1)), "0")
-    return b.emit("view", [f], f.dtype, (kh, kw, co, ci),
-                  strides=[dim_sub("0", s0), dim_sub("0", s1), "1", co], base=base)
-
-
 def lower_backprop_input(b, node, xs):
     sizes_v, f, dy = xs
     if f.type.rank != 4 or dy.type.rank != 4:
@@ -115,29 +93,10 @@ def lower_backprop_input(b, node, xs):
            "filter and out_backprop must have the same out_depth")
     _check_out_backprop(b, node, dy, geo)
     shape = tuple(b.env.canon(d) for d in sizes)
-    if f.shape[:2] == ("1", "1") and all(g.before == "0" for g in geo):
-        return [_pointwise_backprop_input(b, node, f, dy, geo, shape)]
-    dil = _dilate(b, dy, geo[0].stride, geo[1].stride)
-    padded = tuple(dim_add(g.size, dim_sub(g.eff, "1")) for g in geo)
-    lo = ["0"] + [dim_sub(dim_sub(g.eff, "1"), g.before) for g in geo] + ["0"]
-    x = b.emit("pad", [dil, b.constant(0, dy.dtype)], dy.dtype,
-               (shape[0],) + padded + (dy.shape[3],), lo=lo)
-    return [b.emit("window", [x, _flipped_filter(b, f)], dy.dtype, shape, kind="conv",
-                   padding="VALID", pads=[0, 0, 0, 0], strides=[1, 1],
-                   dilations=[g.dilation for g in geo], ksize=list(f.shape[:2]),
-                   node=node.name, op=node.op)]
-
-
-def _pointwise_backprop_input(b, node, f, dy, geo, shape):
-    """1x1 filter, no padding before: dy . filter^T (a GEMM) spread out by
-    the strides, instead of a convolution over stride^2 mostly-zero rows."""
-    from .matmul import emit_dot
-    f2 = b.emit("reshape", [f], f.dtype, f.shape[2:])
-    y = _dilate(b, emit_dot(b, node, dy, f2, [], [], [0, 1, 2], [3], [1], [0]),
-                geo[0].stride, geo[1].stride)
-    if all(b.env.known_equal(u, v) for u, v in zip(y.shape, shape)):
-        return y
-    return b.emit("pad", [y, b.constant(0, y.dtype)], y.dtype, shape, lo=["0"] * 4)
+    return [b.emit("window", [dy, f], dy.dtype, shape, kind="conv_transpose",
+                   padding=node.attrs.get("padding", "VALID"), pads=_explicit_pads(node),
+                   strides=[g.stride for g in geo], dilations=[g.dilation for g in geo],
+                   ksize=list(f.shape[:2]), node=node.name, op=node.op)]
 
 
 def lower_backprop_filter(b, node, xs):
