@@ -30,7 +30,7 @@ extern "C" {
 /* Version 2 appended `gemm` to DiscRuntime, version 3 `window`, version 4
  * `groups` and the epilogue (scale, shift, activation) to DiscWindowArgs,
  * version 5 `gemm_epilogue` to DiscRuntime, version 6 the window kind
- * DISC_WINDOW_CONV_TRANSPOSE. */
+ * DISC_WINDOW_CONV_TRANSPOSE and DISC_WINDOW_CONV_BACKPROP_FILTER. */
 #define DISC_ABI_VERSION 6
 #define DISC_MAX_RANK 8
 
@@ -65,6 +65,10 @@ typedef struct DiscBuffer {
  * dilations, pad_top and pad_left are that convolution's; no groups or
  * epilogue. */
 #define DISC_WINDOW_CONV_TRANSPOSE 4
+/* The filter gradient [k_h, k_w, in_c, out_c] (`output`) of a
+ * DISC_WINDOW_CONV of `input` whose output gradient [batch, out_h, out_w,
+ * out_c] is `filter` (ABI version 6); no groups or epilogue. */
+#define DISC_WINDOW_CONV_BACKPROP_FILTER 5
 
 /* Activations of a convolution's epilogue (ABI version 4). */
 #define DISC_ACT_NONE 0

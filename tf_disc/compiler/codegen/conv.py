@@ -3,7 +3,8 @@ calls rt->window (runtime/window.cc), after TF's negative-output-size check.
 
 IR attrs: kind (ops/nn_conv.WINDOW_KINDS, or conv_transpose: the input
 gradient of the convolution whose input has the result's shape, its
-strides/pads/ksize; ops/nn_conv_grad.py), padding SAME|VALID|EXPLICIT,
+strides/pads/ksize; or conv_backprop_filter: the filter gradient, operands x
+and the output gradient; ops/nn_conv_grad.py), padding SAME|VALID|EXPLICIT,
 pads [top, bottom, left, right] (EXPLICIT), strides/dilations [h, w], ksize
 [h, w] dims (the filter's for convolutions); operands x (NHWC) and, for
 convolutions, the filter.  SAME puts the smaller half of the padding on top
@@ -19,7 +20,8 @@ from .cstr import c_string
 
 _KINDS = {"conv": "DISC_WINDOW_CONV", "depthwise": "DISC_WINDOW_DEPTHWISE",
           "max_pool": "DISC_WINDOW_MAX_POOL", "avg_pool": "DISC_WINDOW_AVG_POOL",
-          "conv_transpose": "DISC_WINDOW_CONV_TRANSPOSE"}
+          "conv_transpose": "DISC_WINDOW_CONV_TRANSPOSE",
+          "conv_backprop_filter": "DISC_WINDOW_CONV_BACKPROP_FILTER"}
 _ACTIVATIONS = {"none": "DISC_ACT_NONE", "relu": "DISC_ACT_RELU", "relu6": "DISC_ACT_RELU6"}
 _NEGATIVE = "Computed output size would be negative: {0} [input_size: {1}]"
 _IN_DEPTH = "input depth must be evenly divisible by filter depth: {0} vs {1}"
@@ -72,7 +74,9 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     a = op.attrs
     x = op.operands[0]
     xd = [dn(d) for d in x.shape]
-    od = [dn(d) for d in op.result.shape]
+    # conv_backprop_filter: operands x and the output gradient (out_* dims).
+    out_v = op.operands[1] if a["kind"] == "conv_backprop_filter" else op.result
+    od = [dn(d) for d in out_v.shape]
     kh, kw = (dn(d) for d in a["ksize"])
     f_depth = dn(op.operands[1].shape[2]) if a.get("grouped") else ""
     out = list(dn.lines)

@@ -1,13 +1,14 @@
-"""Conv2DBackpropInput and Conv2DBackpropFilter (NHWC) from existing IR ops,
-so gradient graphs cluster instead of splitting at every convolution.
+"""Conv2DBackpropInput and Conv2DBackpropFilter (NHWC) as `window` ops run
+by runtime kernels, so gradient graphs cluster instead of splitting at every
+convolution.
 
 - Backprop input is the `window` op of kind conv_transpose
   (runtime/conv_transpose.cc): one stride-1 convolution per output phase
   with the filter taps that reach it, so no work is spent on the zeros a
   strided gradient would have between its rows and columns.
-- Backprop filter is one GEMM: the patches of the padded input (a `view`
-  [N,OH,OW,KH,KW,Ci] with overlapping strides, im2col) contracted with the
-  output gradient over N, OH, OW.
+- Backprop filter is the `window` op of kind conv_backprop_filter
+  (runtime/conv_filter_grad.cc): patches of a few hundred output pixels at
+  a time in a cache-sized panel, times the output gradient, accumulated.
 
 input_sizes / filter_sizes (from ShapeN in TF's gradient) are shape-valued tensors (hostvals.py): constants,
 const_inputs in the cache key, or tf.shape-derived dims in the cluster.  The
@@ -18,7 +19,6 @@ from __future__ import annotations
 from .. import dtypes
 from ..dtypes import ALL, FLOATS, INTS
 from ..errors import ShapeError, Unsupported
-from ..shapes.symbolic import dim_add, dim_floordiv, dim_max, dim_mul, dim_sub
 from .hostvals import host_dims, make_host
 from .nn_conv import _explicit_pads, _nhwc_pair, window_out_dim
 from .rule import OpRule
@@ -37,23 +37,13 @@ def _sizes(b, node, v, what: str) -> list[str]:
 
 
 class _Geometry:
-    """One spatial dim of the forward convolution: output size and the
-    padding before (TF's SAME puts the smaller half first)."""
+    """One spatial dim of the forward convolution and its output size (the
+    runtime derives SAME's padding from the sizes, as for Conv2D)."""
 
     def __init__(self, size: str, k: str, stride: int, dilation: int, padding: str,
                  lo: int, hi: int) -> None:
-        self.size, self.stride, self.dilation = size, stride, dilation
-        self.eff = dim_add(dim_mul(dim_sub(k, "1"), str(dilation)), "1")
+        self.stride, self.dilation = stride, dilation
         self.out = window_out_dim(size, k, stride, dilation, padding, lo, hi)
-        if padding == "SAME":
-            # Stride 1: out == size; a 1x1 filter: (out - 1) * stride < size.
-            simple = stride == 1 or self.eff == "1"
-            total = dim_max(dim_sub(self.eff, "1") if simple else dim_sub(
-                dim_add(dim_mul(dim_sub(self.out, "1"), str(stride)), self.eff), size), "0")
-            self.before = dim_floordiv(total, "2")
-            self.after = dim_sub(total, self.before)
-        else:
-            self.before, self.after = str(lo), str(hi)
 
 
 def _geometry(node, sizes: list[str], k: tuple[str, str]) -> tuple[_Geometry, _Geometry]:
@@ -100,7 +90,6 @@ def lower_backprop_input(b, node, xs):
 
 
 def lower_backprop_filter(b, node, xs):
-    from .matmul import emit_dot
     x, sizes_v, dy = xs
     if x.type.rank != 4 or dy.type.rank != 4:
         raise ShapeError(f"{node.op}: input and out_backprop must be 4-D (node '{node.name}')")
@@ -110,17 +99,11 @@ def lower_backprop_filter(b, node, xs):
     _check(b, node, x.shape[3], ci, "input depth must be equal to filter depth")
     _check(b, node, dy.shape[3], co, "filter and out_backprop must have the same out_depth")
     _check_out_backprop(b, node, dy, geo)
-    n, oh, ow = (b.env.canon(d) for d in dy.shape[:3])
-    hp, wp = (dim_add(g.before, g.size, g.after) for g in geo)
-    if any(g.before != "0" or g.after != "0" for g in geo):
-        x = b.emit("pad", [x, b.constant(0, x.dtype)], x.dtype, (n, hp, wp, ci),
-                   lo=["0", geo[0].before, geo[1].before, "0"])
-    (sh, dh), (sw, dw) = ((g.stride, g.dilation) for g in geo)
-    row = dim_mul(wp, ci)
-    patches = b.emit("view", [x], x.dtype, (n, oh, ow, kh, kw, ci), base="0", strides=[
-        dim_mul(hp, row), dim_mul(str(sh), row), dim_mul(str(sw), ci),
-        dim_mul(str(dh), row), dim_mul(str(dw), ci), "1"])
-    return [emit_dot(b, node, patches, dy, [], [], [3, 4, 5], [0, 1, 2], [0, 1, 2], [3])]
+    shape = tuple(b.env.canon(d) for d in (kh, kw, ci, co))
+    return [b.emit("window", [x, dy], x.dtype, shape, kind="conv_backprop_filter",
+                   padding=node.attrs.get("padding", "VALID"), pads=_explicit_pads(node),
+                   strides=[g.stride for g in geo], dilations=[g.dilation for g in geo],
+                   ksize=[kh, kw], node=node.name, op=node.op)]
 
 
 def lower_shape_n(b, node, xs):
