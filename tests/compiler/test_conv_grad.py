@@ -65,8 +65,12 @@ def _images(k, padding, dil):
     return [s for s in IMAGES if s[1] + extra[0] >= eff[0] and s[2] + extra[1] >= eff[1]]
 
 
+@pytest.mark.parametrize("col2im", ["0", "1"])
 @pytest.mark.parametrize("k,strides,padding,dil", CONFIGS)
-def test_backprop_input(disc, k, strides, padding, dil):
+def test_backprop_input(disc, monkeypatch, k, strides, padding, dil, col2im):
+    """Both algorithms of runtime/conv_transpose.cc (per-phase convolutions,
+    col2im), forced by its environment variable."""
+    monkeypatch.setenv("DISC_CONV_TRANSPOSE_COL2IM", col2im)
     attrs = _attrs(strides, padding, dil)
 
     def fn(x, f, dy):
@@ -113,7 +117,9 @@ def test_backprop_input_is_one_conv_transpose(disc, tmp_path, k, strides, paddin
     assert " pad(" not in text, text
 
 
-def test_wide_channels_and_f64(disc):
+@pytest.mark.parametrize("col2im", ["0", "1"])
+def test_wide_channels_and_f64(disc, monkeypatch, col2im):
+    monkeypatch.setenv("DISC_CONV_TRANSPOSE_COL2IM", col2im)
     attrs = _attrs(2, "SAME", 1)
 
     def fn(x, f, dy):

@@ -8,6 +8,8 @@
 #include <memory>
 #include <new>
 
+#include "tf_disc/runtime/conv_grad_check.h"
+
 namespace tf_disc {
 namespace {
 
@@ -42,26 +44,17 @@ void Patches(const DiscWindowArgs& w, int64_t p0, int64_t rows, T* panel) {
 }
 
 bool Check(const DiscWindowArgs& w, std::string* error) {
-  const int64_t sizes[] = {w.batch, w.in_h, w.in_w, w.in_c, w.out_h, w.out_w, w.out_c,
-                           w.k_h, w.k_w, w.pad_top, w.pad_left};
-  if (std::any_of(std::begin(sizes), std::end(sizes), [](int64_t s) { return s < 0; })) {
-    *error = "conv_backprop_filter: negative size";
-  } else if (w.stride_h < 1 || w.stride_w < 1 || w.dilation_h < 1 || w.dilation_w < 1) {
-    *error = "conv_backprop_filter: strides and dilations must be positive";
-  } else if (w.groups > 1 || w.scale != nullptr || w.shift != nullptr ||
-             w.activation != DISC_ACT_NONE) {
-    *error = "conv_backprop_filter: groups and epilogues are not supported";
-  } else if (w.dtype != DISC_DTYPE_FLOAT && w.dtype != DISC_DTYPE_DOUBLE) {
-    *error = "conv_backprop_filter: unsupported dtype " + std::to_string(w.dtype);
-  } else if (w.k_h * w.k_w * w.in_c * w.out_c != 0 && w.output == nullptr) {
+  if (!CheckConvGradArgs(w, "conv_backprop_filter", error)) return false;
+  if (w.k_h * w.k_w * w.in_c * w.out_c != 0 && w.output == nullptr) {
     *error = "conv_backprop_filter: null buffer for a non-empty output";
-  } else if (w.batch * w.out_h * w.out_w * w.k_h * w.k_w * w.in_c * w.out_c != 0 &&
-             (w.input == nullptr || w.filter == nullptr)) {
-    *error = "conv_backprop_filter: null input for a non-empty gradient";
-  } else {
-    return true;
+    return false;
   }
-  return false;
+  if (w.batch * w.out_h * w.out_w * w.k_h * w.k_w * w.in_c * w.out_c != 0 &&
+      (w.input == nullptr || w.filter == nullptr)) {
+    *error = "conv_backprop_filter: null input for a non-empty gradient";
+    return false;
+  }
+  return true;
 }
 
 template <typename T>

@@ -1,12 +1,16 @@
 #include "tf_disc/runtime/conv_transpose.h"
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <numeric>
 
+#include "tf_disc/runtime/conv_grad_check.h"
 #include "tf_disc/runtime/window.h"
 
 namespace tf_disc {
@@ -84,30 +88,94 @@ void Scatter(const DiscWindowArgs& w, const Phase& ph, const Phase& pw, const T*
 }
 
 bool Check(const DiscWindowArgs& w, std::string* error) {
-  const int64_t sizes[] = {w.batch, w.in_h, w.in_w, w.in_c, w.out_h, w.out_w, w.out_c,
-                           w.k_h, w.k_w, w.pad_top, w.pad_left};
-  if (std::any_of(std::begin(sizes), std::end(sizes), [](int64_t s) { return s < 0; })) {
-    *error = "conv_transpose: negative size";
-  } else if (w.stride_h < 1 || w.stride_w < 1 || w.dilation_h < 1 || w.dilation_w < 1) {
-    *error = "conv_transpose: strides and dilations must be positive";
-  } else if (w.groups > 1 || w.scale != nullptr || w.shift != nullptr ||
-             w.activation != DISC_ACT_NONE) {
-    *error = "conv_transpose: groups and epilogues are not supported";
-  } else if (w.dtype != DISC_DTYPE_FLOAT && w.dtype != DISC_DTYPE_DOUBLE) {
-    *error = "conv_transpose: unsupported dtype " + std::to_string(w.dtype);
-  } else if (w.batch * w.out_h * w.out_w * w.out_c != 0 &&
-             (w.output == nullptr || (w.in_h * w.in_w * w.in_c != 0 && w.input == nullptr) ||
-              (w.k_h * w.k_w != 0 && w.filter == nullptr))) {
+  if (!CheckConvGradArgs(w, "conv_transpose", error)) return false;
+  if (w.batch * w.out_h * w.out_w * w.out_c != 0 &&
+      (w.output == nullptr || (w.in_h * w.in_w * w.in_c != 0 && w.input == nullptr) ||
+       (w.k_h * w.k_w != 0 && w.filter == nullptr))) {
     *error = "conv_transpose: null buffer for a non-empty output";
-  } else {
-    return true;
+    return false;
   }
-  return false;
+  return true;
+}
+
+// Gradient pixels per col2im panel: the panel (pixels x k_h * k_w * out_c)
+// stays in L2 while it is added into the output.
+constexpr int64_t kPanelBytes = 512 * 1024;
+
+// Images [n0, n1) of the output by col2im: each panel of gradient pixels
+// times the filter (rows x k_h * k_w * out_c) is added into the output rows
+// its windows cover.
+template <typename T>
+void Col2ImImages(const DiscWindowArgs& w, int64_t n0, int64_t n1, int64_t chunk, T* panel) {
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const int64_t ci = w.out_c, co = w.in_c, k = w.k_h * w.k_w * ci;
+  const int64_t per_image = w.in_h * w.in_w;
+  T* dx = static_cast<T*>(w.output);
+  const T* dy = static_cast<const T*>(w.input);
+  Eigen::Map<const Mat> f(static_cast<const T*>(w.filter), k, co);
+  std::fill(dx + n0 * w.out_h * w.out_w * ci, dx + n1 * w.out_h * w.out_w * ci, T(0));
+  for (int64_t p0 = n0 * per_image; p0 < n1 * per_image; p0 += chunk) {
+    const int64_t rows = std::min(chunk, n1 * per_image - p0);
+    Eigen::Map<Mat>(panel, rows, k).noalias() =
+        Eigen::Map<const Mat>(dy + p0 * co, rows, co) * f.transpose();
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t p = p0 + r, x = p % w.in_w, y = (p / w.in_w) % w.in_h, n = p / per_image;
+      const T* src = panel + r * k;
+      for (int64_t i = 0; i < w.k_h; ++i) {
+        const int64_t iy = y * w.stride_h + i * w.dilation_h - w.pad_top;
+        if (iy < 0 || iy >= w.out_h) {
+          src += w.k_w * ci;
+          continue;
+        }
+        for (int64_t j = 0; j < w.k_w; ++j, src += ci) {
+          const int64_t ix = x * w.stride_w + j * w.dilation_w - w.pad_left;
+          if (ix < 0 || ix >= w.out_w) continue;
+          T* d = dx + ((n * w.out_h + iy) * w.out_w + ix) * ci;
+          for (int64_t c = 0; c < ci; ++c) d[c] += src[c];
+        }
+      }
+    }
+  }
+}
+
+// Col2im, one part of the images per thread (no two write the same output).
+template <typename T>
+bool RunCol2Im(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& parallel_for,
+               std::string* error) {
+  const int64_t k = w.k_h * w.k_w * w.out_c;
+  const int64_t chunk = std::max<int64_t>(8, kPanelBytes / static_cast<int64_t>(k * sizeof(T)));
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(num_threads, w.batch));
+  std::unique_ptr<T[]> panels(new (std::nothrow) T[parts * chunk * k]);
+  if (!panels) {
+    *error = "conv_transpose: out of memory for col2im panels";
+    return false;
+  }
+  const int64_t cost = w.in_h * w.in_w * k * w.in_c * w.batch / parts + 1;
+  parallel_for(parts, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t part = begin; part < end; ++part)
+      Col2ImImages(w, w.batch * part / parts, w.batch * (part + 1) / parts, chunk,
+                   panels.get() + part * chunk * k);
+  });
+  return true;
+}
+
+// Whether col2im is used instead of the per-phase convolutions: when every
+// thread gets whole images and the output has 64+ channels (measured,
+// benchmarks/conv_grad_vs_tf.py: 32x14x14x128 3x3 VALID 1.45 -> 1.11 of
+// stock TF's time, 8x32x32 3x3 with 32 output channels 1.11 -> 1.18, the
+// scatter's rows being short).  DISC_CONV_TRANSPOSE_COL2IM=0 / 1 forces it
+// off / on (where supported), for A/B timing in one process.
+bool UseCol2Im(const DiscWindowArgs& w, int num_threads) {
+  if (w.in_h * w.in_w * w.in_c == 0 || w.k_h * w.k_w == 0) return false;
+  const char* env = std::getenv("DISC_CONV_TRANSPOSE_COL2IM");
+  if (env != nullptr && (env[0] == '0' || env[0] == '1')) return env[0] == '1';
+  return w.batch >= num_threads && w.out_c >= 64;
 }
 
 template <typename T>
 bool Run(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
          const GemmParallelFor& parallel_for, std::string* error) {
+  if (UseCol2Im(w, num_threads)) return RunCol2Im<T>(w, num_threads, parallel_for, error);
   const int64_t phases_h = std::min(w.stride_h, w.out_h), phases_w = std::min(w.stride_w, w.out_w);
   // Scratch: the largest phase filter and (strided or offset phases) result.
   int64_t filter_size = 0, result_size = 0;
