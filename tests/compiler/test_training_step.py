@@ -86,3 +86,19 @@ def test_broadcasting_a_run_time_dim_is_an_error_not_a_wrong_gradient(disc):
     assert [v.numpy().tolist() for v in fn(np.zeros((2, 3)), np.zeros((2, 3)))] == [[], []]
     with pytest.raises(tf.errors.InvalidArgumentError, match="BroadcastGradientArgs"):
         fn(np.zeros((2, 1)), np.zeros((2, 3)))
+
+
+def test_shapes_fed_to_the_cluster_are_read_at_run_time(disc):
+    """Shape vectors from outside the cluster (value_inputs): one compile
+    for every value, TF's answers."""
+    disc.enable(min_cluster_size=1)
+
+    @tf.function(input_signature=[tf.TensorSpec([2], tf.int32), tf.TensorSpec([1], tf.int32)])
+    def fn(s0, s1):
+        return tf.raw_ops.BroadcastGradientArgs(s0=s0, s1=s1)
+    for s0, s1 in [([4, 3], [3]), ([7, 5], [5]), ([2, 9], [9])]:
+        want = tf.raw_ops.BroadcastGradientArgs(s0=s0, s1=s1)
+        got = fn(tf.constant(s0), tf.constant(s1))
+        assert [g.numpy().tolist() for g in got] == [v.numpy().tolist() for v in want]
+    st = disc.stats()
+    assert total(st, "fallbacks") == 0 and total(st, "compiles") == 1, st

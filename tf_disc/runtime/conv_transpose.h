@@ -1,5 +1,7 @@
 // DISC_WINDOW_CONV_TRANSPOSE (disc_abi.h): the input gradient of a Conv2D
-// (Conv2DBackpropInput) as stride-1 convolutions, one per output phase.
+// (Conv2DBackpropInput) by col2im (GEMM panels of the gradient times the
+// filter, added into the windows they came from) or as stride-1
+// convolutions, one per output phase.
 //
 // Why: the gradient of a strided convolution, written as a stride-1
 // convolution of the zero-spaced output gradient, spends stride_h *
@@ -9,6 +11,7 @@
 // to it, so each phase (row phase x column phase) is a dense stride-1
 // convolution of the gradient with those taps (flipped, channels swapped),
 // run by RunWindow's convolution kernels and scattered into the output.
+// conv_transpose.cc's UseCol2Im picks between the two.
 #ifndef TF_DISC_RUNTIME_CONV_TRANSPOSE_H_
 #define TF_DISC_RUNTIME_CONV_TRANSPOSE_H_
 

@@ -3,9 +3,9 @@ by runtime kernels, so gradient graphs cluster instead of splitting at every
 convolution.
 
 - Backprop input is the `window` op of kind conv_transpose
-  (runtime/conv_transpose.cc): one stride-1 convolution per output phase
-  with the filter taps that reach it, so no work is spent on the zeros a
-  strided gradient would have between its rows and columns.
+  (runtime/conv_transpose.cc): col2im, or one stride-1 convolution per
+  output phase with the filter taps that reach it; no work is spent on the
+  zeros a strided gradient would have between its rows and columns.
 - Backprop filter is the `window` op of kind conv_backprop_filter
   (runtime/conv_filter_grad.cc): patches of a few hundred output pixels at
   a time in a cache-sized panel, times the output gradient, accumulated.
@@ -71,6 +71,16 @@ def _check(b, node, got: str, want: str, msg: str) -> None:
     _assert_eq(b, [got], [want], node, f"{node.op}: {msg}: {{0}} vs {{1}}")
 
 
+def _emit_grad(b, node, kind: str, operands, shape, geo, ksize):
+    """The window op of a gradient kind (attrs as codegen/conv.py reads them:
+    the forward convolution's padding, strides, dilations and filter size)."""
+    return b.emit("window", operands, operands[0].dtype, tuple(b.env.canon(d) for d in shape),
+                  kind=kind, padding=node.attrs.get("padding", "VALID"),
+                  pads=_explicit_pads(node), strides=[g.stride for g in geo],
+                  dilations=[g.dilation for g in geo], ksize=list(ksize), node=node.name,
+                  op=node.op)
+
+
 def lower_backprop_input(b, node, xs):
     sizes_v, f, dy = xs
     if f.type.rank != 4 or dy.type.rank != 4:
@@ -82,11 +92,7 @@ def lower_backprop_input(b, node, xs):
     _check(b, node, dy.shape[3], f.shape[3],
            "filter and out_backprop must have the same out_depth")
     _check_out_backprop(b, node, dy, geo)
-    shape = tuple(b.env.canon(d) for d in sizes)
-    return [b.emit("window", [dy, f], dy.dtype, shape, kind="conv_transpose",
-                   padding=node.attrs.get("padding", "VALID"), pads=_explicit_pads(node),
-                   strides=[g.stride for g in geo], dilations=[g.dilation for g in geo],
-                   ksize=list(f.shape[:2]), node=node.name, op=node.op)]
+    return [_emit_grad(b, node, "conv_transpose", [dy, f], sizes, geo, f.shape[:2])]
 
 
 def lower_backprop_filter(b, node, xs):
@@ -99,11 +105,8 @@ def lower_backprop_filter(b, node, xs):
     _check(b, node, x.shape[3], ci, "input depth must be equal to filter depth")
     _check(b, node, dy.shape[3], co, "filter and out_backprop must have the same out_depth")
     _check_out_backprop(b, node, dy, geo)
-    shape = tuple(b.env.canon(d) for d in (kh, kw, ci, co))
-    return [b.emit("window", [x, dy], x.dtype, shape, kind="conv_backprop_filter",
-                   padding=node.attrs.get("padding", "VALID"), pads=_explicit_pads(node),
-                   strides=[g.stride for g in geo], dilations=[g.dilation for g in geo],
-                   ksize=[kh, kw], node=node.name, op=node.op)]
+    return [_emit_grad(b, node, "conv_backprop_filter", [x, dy], [kh, kw, ci, co], geo,
+                       (kh, kw))]
 
 
 def lower_shape_n(b, node, xs):
