@@ -1,6 +1,6 @@
 """blade_disc_tf's Conv2DBackpropInput / Conv2DBackpropFilter (ops/nn_conv_grad.py:
-a stride-1 window conv of the zero-dilated gradient with the flipped filter;
-one GEMM over an im2col view) versus stock TF's kernels, at ResNet-like
+runtime/conv_transpose.cc and runtime/conv_filter_grad.cc) versus stock TF's
+kernels, at ResNet-like
 gradient shapes, sizes from tf.shape in the cluster (one compile per op);
 the filter's shape is known (a weight), images are dynamic.
 

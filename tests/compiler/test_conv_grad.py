@@ -65,8 +65,12 @@ def _images(k, padding, dil):
     return [s for s in IMAGES if s[1] + extra[0] >= eff[0] and s[2] + extra[1] >= eff[1]]
 
 
+@pytest.mark.parametrize("col2im", ["0", "1"])
 @pytest.mark.parametrize("k,strides,padding,dil", CONFIGS)
-def test_backprop_input(disc, k, strides, padding, dil):
+def test_backprop_input(disc, monkeypatch, k, strides, padding, dil, col2im):
+    """Both algorithms of runtime/conv_transpose.cc (per-phase convolutions,
+    col2im), forced by its environment variable."""
+    monkeypatch.setenv("DISC_CONV_TRANSPOSE_COL2IM", col2im)
     attrs = _attrs(strides, padding, dil)
 
     def fn(x, f, dy):
@@ -85,20 +89,21 @@ def test_backprop_filter(disc, k, strides, padding, dil):
     _check(disc, fn, _cases(_images(k, padding, dil), k, 3, 5, attrs))
 
 
-@pytest.mark.parametrize("strides,padding", [(1, "VALID"), (2, "SAME"), ((3, 2), "VALID")])
-def test_pointwise_backprop_input_is_a_gemm(disc, tmp_path, strides, padding):
-    """A 1x1 filter of known shape (a weight): a GEMM spread out by the
-    strides, no window op."""
+@pytest.mark.parametrize("k,strides,padding", [((1, 1), 1, "VALID"), ((1, 1), 2, "SAME"),
+                                               ((3, 3), (3, 2), "VALID")])
+def test_backprop_input_is_one_conv_transpose(disc, tmp_path, k, strides, padding):
+    """A strided gradient is not spaced out with zeros (no pad op): one
+    window op of kind conv_transpose (runtime/conv_transpose.cc)."""
     import glob
     attrs = _attrs(strides, padding, 1)
     disc.enable(min_cluster_size=1, dump_dir=str(tmp_path / "dump"))
     try:
-        @tf.function(input_signature=[tf.TensorSpec([None] * 4), tf.TensorSpec([1, 1, 3, 5]),
+        @tf.function(input_signature=[tf.TensorSpec([None] * 4), tf.TensorSpec([*k, 3, 5]),
                                       tf.TensorSpec([None] * 4)])
         def fn(x, f, dy):
             return tf.raw_ops.Conv2DBackpropInput(input_sizes=tf.shape(x), filter=f,
                                                   out_backprop=dy, **attrs)
-        for x, f, dy in _cases(IMAGES, (1, 1), 3, 5, attrs):
+        for x, f, dy in _cases(_images(k, padding, 1), k, 3, 5, attrs):
             want = tf.raw_ops.Conv2DBackpropInput(input_sizes=x.shape, filter=f,
                                                   out_backprop=dy, **attrs)
             _close(fn(x, f, dy), want, 1e-4)
@@ -108,10 +113,13 @@ def test_pointwise_backprop_input_is_a_gemm(disc, tmp_path, strides, padding):
     assert total(st, "fallbacks") == 0 and total(st, "compiles") == 1, st
     (ir,) = glob.glob(str(tmp_path / "dump" / "disc_cluster_*" / "*" / "ir_00_input.mlir"))
     text = open(ir).read()
-    assert " dot(" in text and " window(" not in text, text
+    assert text.count(" window(") == 1 and '"conv_transpose"' in text, text
+    assert " pad(" not in text, text
 
 
-def test_wide_channels_and_f64(disc):
+@pytest.mark.parametrize("col2im", ["0", "1"])
+def test_wide_channels_and_f64(disc, monkeypatch, col2im):
+    monkeypatch.setenv("DISC_CONV_TRANSPOSE_COL2IM", col2im)
     attrs = _attrs(2, "SAME", 1)
 
     def fn(x, f, dy):

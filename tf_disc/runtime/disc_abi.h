@@ -29,8 +29,9 @@ extern "C" {
 
 /* Version 2 appended `gemm` to DiscRuntime, version 3 `window`, version 4
  * `groups` and the epilogue (scale, shift, activation) to DiscWindowArgs,
- * version 5 `gemm_epilogue` to DiscRuntime. */
-#define DISC_ABI_VERSION 5
+ * version 5 `gemm_epilogue` to DiscRuntime, version 6 the window kind
+ * DISC_WINDOW_CONV_TRANSPOSE and DISC_WINDOW_CONV_BACKPROP_FILTER. */
+#define DISC_ABI_VERSION 6
 #define DISC_MAX_RANK 8
 
 /* TF error codes used by generated code (values of tensorflow::error::Code). */
@@ -59,6 +60,15 @@ typedef struct DiscBuffer {
 #define DISC_WINDOW_DEPTHWISE 1 /* filter [k_h, k_w, in_c, out_c / in_c] */
 #define DISC_WINDOW_MAX_POOL 2  /* no filter; out_c == in_c; padding ignored */
 #define DISC_WINDOW_AVG_POOL 3  /* mean over the window's in-bounds elements */
+/* The input gradient of a DISC_WINDOW_CONV whose input is `output` and whose
+ * output is `input` (ABI version 6): filter [k_h, k_w, out_c, in_c]; strides,
+ * dilations, pad_top and pad_left are that convolution's; no groups or
+ * epilogue. */
+#define DISC_WINDOW_CONV_TRANSPOSE 4
+/* The filter gradient [k_h, k_w, in_c, out_c] (`output`) of a
+ * DISC_WINDOW_CONV of `input` whose output gradient [batch, out_h, out_w,
+ * out_c] is `filter` (ABI version 6); no groups or epilogue. */
+#define DISC_WINDOW_CONV_BACKPROP_FILTER 5
 
 /* Activations of a convolution's epilogue (ABI version 4). */
 #define DISC_ACT_NONE 0

@@ -1,6 +1,8 @@
 #include "tf_disc/runtime/window.h"
 
 #include "tf_disc/runtime/conv_direct.h"
+#include "tf_disc/runtime/conv_filter_grad.h"
+#include "tf_disc/runtime/conv_transpose.h"
 
 #include <algorithm>
 #include <atomic>
@@ -270,6 +272,10 @@ bool Check(const DiscWindowArgs& w, std::string* error) {
 
 bool RunWindow(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
                const GemmParallelFor& parallel_for, std::string* error) {
+  if (w.kind == DISC_WINDOW_CONV_TRANSPOSE)  // runtime/conv_transpose.cc
+    return RunConvTranspose(w, num_threads, eigen_pool, parallel_for, error);
+  if (w.kind == DISC_WINDOW_CONV_BACKPROP_FILTER)  // runtime/conv_filter_grad.cc
+    return RunConvBackpropFilter(w, num_threads, parallel_for, error);
   if (!Check(w, error)) return false;
   if (w.batch * w.out_h * w.out_w * w.out_c == 0) return true;
   if (UseDirectConv(w)) return RunDirectConv(w, num_threads, parallel_for, error);

@@ -1,7 +1,10 @@
 """Host code for `window` ops (ops/nn_conv.py): fills a DiscWindowArgs and
 calls rt->window (runtime/window.cc), after TF's negative-output-size check.
 
-IR attrs: kind (ops/nn_conv.WINDOW_KINDS), padding SAME|VALID|EXPLICIT,
+IR attrs: kind (ops/nn_conv.WINDOW_KINDS, or conv_transpose: the input
+gradient of the convolution whose input has the result's shape, its
+strides/pads/ksize; or conv_backprop_filter: the filter gradient, operands x
+and the output gradient; ops/nn_conv_grad.py), padding SAME|VALID|EXPLICIT,
 pads [top, bottom, left, right] (EXPLICIT), strides/dilations [h, w], ksize
 [h, w] dims (the filter's for convolutions); operands x (NHWC) and, for
 convolutions, the filter.  SAME puts the smaller half of the padding on top
@@ -16,7 +19,9 @@ from ..ir.core import Op, Value
 from .cstr import c_string
 
 _KINDS = {"conv": "DISC_WINDOW_CONV", "depthwise": "DISC_WINDOW_DEPTHWISE",
-          "max_pool": "DISC_WINDOW_MAX_POOL", "avg_pool": "DISC_WINDOW_AVG_POOL"}
+          "max_pool": "DISC_WINDOW_MAX_POOL", "avg_pool": "DISC_WINDOW_AVG_POOL",
+          "conv_transpose": "DISC_WINDOW_CONV_TRANSPOSE",
+          "conv_backprop_filter": "DISC_WINDOW_CONV_BACKPROP_FILTER"}
 _ACTIVATIONS = {"none": "DISC_ACT_NONE", "relu": "DISC_ACT_RELU", "relu6": "DISC_ACT_RELU6"}
 _NEGATIVE = "Computed output size would be negative: {0} [input_size: {1}]"
 _IN_DEPTH = "input depth must be evenly divisible by filter depth: {0} vs {1}"
@@ -69,7 +74,9 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     a = op.attrs
     x = op.operands[0]
     xd = [dn(d) for d in x.shape]
-    od = [dn(d) for d in op.result.shape]
+    # conv_backprop_filter: operands x and the output gradient (out_* dims).
+    out_v = op.operands[1] if a["kind"] == "conv_backprop_filter" else op.result
+    od = [dn(d) for d in out_v.shape]
     kh, kw = (dn(d) for d in a["ksize"])
     f_depth = dn(op.operands[1].shape[2]) if a.get("grouped") else ""
     out = list(dn.lines)
@@ -86,8 +93,10 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
             f"    w.out_h = {od[1]}; w.out_w = {od[2]}; w.out_c = {od[3]};",
             f"    w.k_h = {kh}; w.k_w = {kw}; w.stride_h = {sh}; w.stride_w = {sw};",
             f"    w.dilation_h = {dh}; w.dilation_w = {dw};"]
-    out += _pad_lines("h", xd[1], od[1], kh, sh, dh, a["padding"], pt, pb, msg)
-    out += _pad_lines("w", xd[2], od[2], kw, sw, dw, a["padding"], pl, pr, msg)
+    # conv_transpose: strides/pads are those of the convolution from result to x.
+    fx, fo = (od, xd) if a["kind"] == "conv_transpose" else (xd, od)
+    out += _pad_lines("h", fx[1], fo[1], kh, sh, dh, a["padding"], pt, pb, msg)
+    out += _pad_lines("w", fx[2], fo[2], kw, sw, dw, a["padding"], pl, pr, msg)
     if a.get("grouped"):
         out += _group_lines(xd[3], f_depth, od[3], where)
     vectors = iter(op.operands[2:])

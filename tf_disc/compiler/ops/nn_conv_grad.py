@@ -1,15 +1,14 @@
-"""Conv2DBackpropInput and Conv2DBackpropFilter (NHWC) from existing IR ops,
-so gradient graphs cluster instead of splitting at every convolution.
+"""Conv2DBackpropInput and Conv2DBackpropFilter (NHWC) as `window` ops run
+by runtime kernels, so gradient graphs cluster instead of splitting at every
+convolution.
 
-- Backprop input is a stride-1 VALID convolution (the `window` op of
-  ops/nn_conv.py) of the output gradient, dilated by the strides (zeros
-  between rows/columns: a pad of a [N,OH,1,OW,1,C] reshape) and padded by
-  effective_filter - 1 - pad_before, with the filter flipped in H and W and
-  its in/out channels swapped (a `view` with negative strides); a 1x1
-  filter is a GEMM whose result is spread out by the strides.
-- Backprop filter is one GEMM: the patches of the padded input (a `view`
-  [N,OH,OW,KH,KW,Ci] with overlapping strides, im2col) contracted with the
-  output gradient over N, OH, OW.
+- Backprop input is the `window` op of kind conv_transpose
+  (runtime/conv_transpose.cc): col2im, or one stride-1 convolution per
+  output phase with the filter taps that reach it; no work is spent on the
+  zeros a strided gradient would have between its rows and columns.
+- Backprop filter is the `window` op of kind conv_backprop_filter
+  (runtime/conv_filter_grad.cc): patches of a few hundred output pixels at
+  a time in a cache-sized panel, times the output gradient, accumulated.
 
 input_sizes / filter_sizes (from ShapeN in TF's gradient) are shape-valued tensors (hostvals.py): constants,
 const_inputs in the cache key, or tf.shape-derived dims in the cluster.  The
@@ -20,7 +19,6 @@ from __future__ import annotations
 from .. import dtypes
 from ..dtypes import ALL, FLOATS, INTS
 from ..errors import ShapeError, Unsupported
-from ..shapes.symbolic import dim_add, dim_floordiv, dim_max, dim_mul, dim_sub
 from .hostvals import host_dims, make_host
 from .nn_conv import _explicit_pads, _nhwc_pair, window_out_dim
 from .rule import OpRule
@@ -39,23 +37,13 @@ def _sizes(b, node, v, what: str) -> list[str]:
 
 
 class _Geometry:
-    """One spatial dim of the forward convolution: output size and the
-    padding before (TF's SAME puts the smaller half first)."""
+    """One spatial dim of the forward convolution and its output size (the
+    runtime derives SAME's padding from the sizes, as for Conv2D)."""
 
     def __init__(self, size: str, k: str, stride: int, dilation: int, padding: str,
                  lo: int, hi: int) -> None:
-        self.size, self.stride, self.dilation = size, stride, dilation
-        self.eff = dim_add(dim_mul(dim_sub(k, "1"), str(dilation)), "1")
+        self.stride, self.dilation = stride, dilation
         self.out = window_out_dim(size, k, stride, dilation, padding, lo, hi)
-        if padding == "SAME":
-            # Stride 1: out == size; a 1x1 filter: (out - 1) * stride < size.
-            simple = stride == 1 or self.eff == "1"
-            total = dim_max(dim_sub(self.eff, "1") if simple else dim_sub(
-                dim_add(dim_mul(dim_sub(self.out, "1"), str(stride)), self.eff), size), "0")
-            self.before = dim_floordiv(total, "2")
-            self.after = dim_sub(total, self.before)
-        else:
-            self.before, self.after = str(lo), str(hi)
 
 
 def _geometry(node, sizes: list[str], k: tuple[str, str]) -> tuple[_Geometry, _Geometry]:
@@ -83,24 +71,14 @@ def _check(b, node, got: str, want: str, msg: str) -> None:
     _assert_eq(b, [got], [want], node, f"{node.op}: {msg}: {{0}} vs {{1}}")
 
 
-def _dilate(b, dy, sh: int, sw: int):
-    """dy with sh-1 / sw-1 zero rows/columns after every row/column."""
-    if sh == 1 and sw == 1:
-        return dy
-    n, oh, ow, c = dy.shape
-    r = b.emit("reshape", [dy], dy.dtype, (n, oh, "1", ow, "1", c))
-    p = b.emit("pad", [r, b.constant(0, dy.dtype)], dy.dtype,
-               (n, oh, str(sh), ow, str(sw), c), lo=["0"] * 6)
-    return b.emit("reshape", [p], dy.dtype, (n, dim_mul(oh, str(sh)), dim_mul(ow, str(sw)), c))
-
-
-def _flipped_filter(b, f):
-    """[KH,KW,Ci,Co] -> [KH,KW,Co,Ci] reversed in KH and KW (a view)."""
-    kh, kw, ci, co = f.shape
-    s0, s1 = dim_mul(kw, ci, co), dim_mul(ci, co)
-    base = dim_max(dim_add(dim_mul(dim_sub(kh, "1"), s0), dim_mul(dim_sub(kw, "1"), s1)), "0")
-    return b.emit("view", [f], f.dtype, (kh, kw, co, ci),
-                  strides=[dim_sub("0", s0), dim_sub("0", s1), "1", co], base=base)
+def _emit_grad(b, node, kind: str, operands, shape, geo, ksize):
+    """The window op of a gradient kind (attrs as codegen/conv.py reads them:
+    the forward convolution's padding, strides, dilations and filter size)."""
+    return b.emit("window", operands, operands[0].dtype, tuple(b.env.canon(d) for d in shape),
+                  kind=kind, padding=node.attrs.get("padding", "VALID"),
+                  pads=_explicit_pads(node), strides=[g.stride for g in geo],
+                  dilations=[g.dilation for g in geo], ksize=list(ksize), node=node.name,
+                  op=node.op)
 
 
 def lower_backprop_input(b, node, xs):
@@ -114,34 +92,10 @@ def lower_backprop_input(b, node, xs):
     _check(b, node, dy.shape[3], f.shape[3],
            "filter and out_backprop must have the same out_depth")
     _check_out_backprop(b, node, dy, geo)
-    shape = tuple(b.env.canon(d) for d in sizes)
-    if f.shape[:2] == ("1", "1") and all(g.before == "0" for g in geo):
-        return [_pointwise_backprop_input(b, node, f, dy, geo, shape)]
-    dil = _dilate(b, dy, geo[0].stride, geo[1].stride)
-    padded = tuple(dim_add(g.size, dim_sub(g.eff, "1")) for g in geo)
-    lo = ["0"] + [dim_sub(dim_sub(g.eff, "1"), g.before) for g in geo] + ["0"]
-    x = b.emit("pad", [dil, b.constant(0, dy.dtype)], dy.dtype,
-               (shape[0],) + padded + (dy.shape[3],), lo=lo)
-    return [b.emit("window", [x, _flipped_filter(b, f)], dy.dtype, shape, kind="conv",
-                   padding="VALID", pads=[0, 0, 0, 0], strides=[1, 1],
-                   dilations=[g.dilation for g in geo], ksize=list(f.shape[:2]),
-                   node=node.name, op=node.op)]
-
-
-def _pointwise_backprop_input(b, node, f, dy, geo, shape):
-    """1x1 filter, no padding before: dy . filter^T (a GEMM) spread out by
-    the strides, instead of a convolution over stride^2 mostly-zero rows."""
-    from .matmul import emit_dot
-    f2 = b.emit("reshape", [f], f.dtype, f.shape[2:])
-    y = _dilate(b, emit_dot(b, node, dy, f2, [], [], [0, 1, 2], [3], [1], [0]),
-                geo[0].stride, geo[1].stride)
-    if all(b.env.known_equal(u, v) for u, v in zip(y.shape, shape)):
-        return y
-    return b.emit("pad", [y, b.constant(0, y.dtype)], y.dtype, shape, lo=["0"] * 4)
+    return [_emit_grad(b, node, "conv_transpose", [dy, f], sizes, geo, f.shape[:2])]
 
 
 def lower_backprop_filter(b, node, xs):
-    from .matmul import emit_dot
     x, sizes_v, dy = xs
     if x.type.rank != 4 or dy.type.rank != 4:
         raise ShapeError(f"{node.op}: input and out_backprop must be 4-D (node '{node.name}')")
@@ -151,17 +105,8 @@ def lower_backprop_filter(b, node, xs):
     _check(b, node, x.shape[3], ci, "input depth must be equal to filter depth")
     _check(b, node, dy.shape[3], co, "filter and out_backprop must have the same out_depth")
     _check_out_backprop(b, node, dy, geo)
-    n, oh, ow = (b.env.canon(d) for d in dy.shape[:3])
-    hp, wp = (dim_add(g.before, g.size, g.after) for g in geo)
-    if any(g.before != "0" or g.after != "0" for g in geo):
-        x = b.emit("pad", [x, b.constant(0, x.dtype)], x.dtype, (n, hp, wp, ci),
-                   lo=["0", geo[0].before, geo[1].before, "0"])
-    (sh, dh), (sw, dw) = ((g.stride, g.dilation) for g in geo)
-    row = dim_mul(wp, ci)
-    patches = b.emit("view", [x], x.dtype, (n, oh, ow, kh, kw, ci), base="0", strides=[
-        dim_mul(hp, row), dim_mul(str(sh), row), dim_mul(str(sw), ci),
-        dim_mul(str(dh), row), dim_mul(str(dw), ci), "1"])
-    return [emit_dot(b, node, patches, dy, [], [], [3, 4, 5], [0, 1, 2], [0, 1, 2], [3])]
+    return [_emit_grad(b, node, "conv_backprop_filter", [x, dy], [kh, kw, ci, co], geo,
+                       (kh, kw))]
 
 
 def lower_shape_n(b, node, xs):

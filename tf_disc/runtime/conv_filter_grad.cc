@@ -1,0 +1,123 @@
+#include "tf_disc/runtime/conv_filter_grad.h"
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "tf_disc/runtime/conv_grad_check.h"
+
+namespace tf_disc {
+namespace {
+
+template <typename T>
+using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Bytes of one thread's patch panel: L2-sized, so the GEMM reads it from cache.
+constexpr int64_t kPanelBytes = 512 * 1024;
+
+// Patches of output pixels [p0, p0 + rows) (pixel = (n * out_h + y) * out_w
+// + x) as rows of k_h * k_w * in_c elements, zeros outside the input.
+template <typename T>
+void Patches(const DiscWindowArgs& w, int64_t p0, int64_t rows, T* panel) {
+  const T* in = static_cast<const T*>(w.input);
+  const int64_t c = w.in_c, k = w.k_h * w.k_w * c;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t p = p0 + r, x = p % w.out_w, y = (p / w.out_w) % w.out_h;
+    const int64_t n = p / (w.out_w * w.out_h);
+    T* d = panel + r * k;
+    for (int64_t i = 0; i < w.k_h; ++i) {
+      const int64_t iy = y * w.stride_h + i * w.dilation_h - w.pad_top;
+      for (int64_t j = 0; j < w.k_w; ++j, d += c) {
+        const int64_t ix = x * w.stride_w + j * w.dilation_w - w.pad_left;
+        if (iy < 0 || iy >= w.in_h || ix < 0 || ix >= w.in_w) {
+          std::fill(d, d + c, T(0));
+        } else {
+          std::memcpy(d, in + ((n * w.in_h + iy) * w.in_w + ix) * c, c * sizeof(T));
+        }
+      }
+    }
+  }
+}
+
+bool Check(const DiscWindowArgs& w, std::string* error) {
+  if (!CheckConvGradArgs(w, "conv_backprop_filter", error)) return false;
+  if (w.k_h * w.k_w * w.in_c * w.out_c != 0 && w.output == nullptr) {
+    *error = "conv_backprop_filter: null buffer for a non-empty output";
+    return false;
+  }
+  if (w.batch * w.out_h * w.out_w * w.k_h * w.k_w * w.in_c * w.out_c != 0 &&
+      (w.input == nullptr || w.filter == nullptr)) {
+    *error = "conv_backprop_filter: null input for a non-empty gradient";
+    return false;
+  }
+  return true;
+}
+
+template <typename T>
+bool Run(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& parallel_for,
+         std::string* error) {
+  const int64_t k = w.k_h * w.k_w * w.in_c, co = w.out_c;
+  const int64_t pixels = w.batch * w.out_h * w.out_w;
+  T* out = static_cast<T*>(w.output);
+  const int64_t chunk = std::max<int64_t>(8, kPanelBytes / static_cast<int64_t>(k * sizeof(T)));
+  // Parts of the pixels, one per thread, each with its panel and (but the
+  // first, which accumulates into the output) its copy of dW.
+  const int64_t parts = std::max<int64_t>(
+      1, std::min<int64_t>(num_threads, (pixels + chunk - 1) / chunk));
+  std::unique_ptr<T[]> scratch(new (std::nothrow) T[parts * chunk * k + (parts - 1) * k * co]);
+  if (!scratch) {
+    *error = "conv_backprop_filter: out of memory for patch panels";
+    return false;
+  }
+  const T* dy = static_cast<const T*>(w.filter);
+  parallel_for(parts, pixels * k * co / parts + 1, [&](int64_t begin, int64_t end) {
+    for (int64_t part = begin; part < end; ++part) {
+      T* panel = scratch.get() + part * chunk * k;
+      T* acc_data = part == 0 ? out : scratch.get() + parts * chunk * k + (part - 1) * k * co;
+      Eigen::Map<RowMajor<T>> acc(acc_data, k, co);
+      acc.setZero();
+      const int64_t p_end = pixels * (part + 1) / parts;
+      for (int64_t p0 = pixels * part / parts; p0 < p_end; p0 += chunk) {
+        const int64_t rows = std::min(chunk, p_end - p0);
+        Patches(w, p0, rows, panel);
+        Eigen::Map<const RowMajor<T>> a(panel, rows, k), b(dy + p0 * co, rows, co);
+        acc.noalias() += a.transpose() * b;
+      }
+    }
+  });
+  if (parts > 1) {
+    const T* partial = scratch.get() + parts * chunk * k;
+    parallel_for(k, co * parts, [&](int64_t begin, int64_t end) {
+      for (int64_t part = 1; part < parts; ++part) {
+        const T* src = partial + (part - 1) * k * co;
+        for (int64_t i = begin * co; i < end * co; ++i) out[i] += src[i];
+      }
+    });
+  }
+  return true;
+}
+
+}  // namespace
+
+bool RunConvBackpropFilter(const DiscWindowArgs& w, int num_threads,
+                           const GemmParallelFor& parallel_for, std::string* error) {
+  if (!Check(w, error)) return false;
+  const int64_t size = w.k_h * w.k_w * w.in_c * w.out_c;
+  if (size == 0) return true;
+  if (w.batch * w.out_h * w.out_w == 0) {  // no pixels: a zero gradient
+    if (w.dtype == DISC_DTYPE_FLOAT) {
+      std::fill_n(static_cast<float*>(w.output), size, 0.f);
+    } else {
+      std::fill_n(static_cast<double*>(w.output), size, 0.0);
+    }
+    return true;
+  }
+  if (w.dtype == DISC_DTYPE_FLOAT) return Run<float>(w, num_threads, parallel_for, error);
+  return Run<double>(w, num_threads, parallel_for, error);
+}
+
+}  // namespace tf_disc
