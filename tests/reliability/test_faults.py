@@ -63,7 +63,7 @@ def test_exception_inside_python_compiler(disc, monkeypatch, caplog):
     def boom(*a, **k):
         raise RuntimeError("injected compiler bug")
 
-    monkeypatch.setattr(service, "compile_to_source", boom)
+    monkeypatch.setattr(service, "compile_to_units", boom)
     f = softplus_fn()
     with caplog.at_level(logging.WARNING, logger="blade_disc_tf"):
         check_against_tf(f)

@@ -1,6 +1,7 @@
 """Disk cache of compiled libraries.
 
-key = sha256(source, full command template, compiler identity, our version).
+key = sha256(translation units, full command templates, compiler identity,
+our version).
 Files live in cache_dir (mode 0700) as <key>.so, each with a sidecar
 <key>.so.sha256 holding the sha256 of the library's bytes (the index entry).
 A build writes temp files and os.rename()s them into place (a loaded .so is
@@ -32,10 +33,11 @@ import subprocess
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from .. import __version__
 from ..errors import CompileError
-from .command import compile_command, compiler_identity
+from .command import compile_command, compiler_identity, link_command, object_command
 
 log = logging.getLogger("blade_disc_tf.compiler")
 
@@ -44,9 +46,14 @@ _private_dir: str | None = None
 _warned: set = set()
 
 
-def cache_key(source: str, cxx: str, extra: tuple, timeout_s: float = 30.0) -> str:
+def cache_key(sources: list[str], cxx: str, extra: tuple, timeout_s: float = 30.0) -> str:
+    """sources: the library's translation units (one or more)."""
     h = hashlib.sha256()
-    for part in (source, " ".join(compile_command(cxx, "SRC", "OUT", extra)),
+    commands = [compile_command(cxx, "SRC", "OUT", extra)]
+    if len(sources) > 1:
+        commands = [object_command(cxx, "SRC", "OUT", extra),
+                    link_command(cxx, ["OBJ"], "OUT", extra)]
+    for part in (*sources, *(" ".join(c) for c in commands),
                  compiler_identity(cxx, timeout_s), __version__):
         h.update(part.encode())
         h.update(b"\0")
@@ -155,31 +162,70 @@ def _run_compiler(cmd: list, timeout_s: float) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def _compile_into(directory: str, key: str, source: str, cxx: str, extra: tuple,
+def _run_all(cmds: list[list[str]], timeout_s: float) -> list[subprocess.CompletedProcess]:
+    """Runs the commands at the same time (one compiler per translation unit)."""
+    if len(cmds) == 1:
+        return [_run_compiler(cmds[0], timeout_s)]
+    with ThreadPoolExecutor(len(cmds)) as pool:
+        futures = [pool.submit(_run_compiler, c, timeout_s) for c in cmds]
+        return [f.result() for f in futures]
+
+
+def _check(procs: list[subprocess.CompletedProcess], t0: float,
+           log: list[str]) -> None:
+    for proc in procs:
+        log.append(f"$ {' '.join(proc.args)}\n{proc.stdout}{proc.stderr}exit {proc.returncode} "
+                   f"in {time.monotonic() - t0:.2f}s\n")
+    failed = next((p for p in procs if p.returncode != 0), None)
+    if failed is not None:
+        first = next((ln for ln in failed.stderr.splitlines() if "error" in ln),
+                     failed.stderr.strip()[:200])
+        raise CompileError(f"C++ compile failed: {first}")
+
+
+def _compile(sources: list[str], tmp_so: str, directory: str, key: str, cxx: str,
+             extra: tuple, timeout_s: float, log: list[str], temps: list[str]) -> None:
+    """sources -> tmp_so: one command for one unit; else the units compiled
+    to objects in parallel, then linked."""
+    srcs = []
+    for text in sources:
+        fd, path = tempfile.mkstemp(suffix=".cc", dir=directory, prefix=f".{key[:16]}-")
+        temps.append(path)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        srcs.append(path)
+    t0 = time.monotonic()
+    try:
+        if len(srcs) == 1:
+            _check(_run_all([compile_command(cxx, srcs[0], tmp_so, extra)], timeout_s), t0, log)
+            return
+        objs = [p[:-3] + ".o" for p in srcs]
+        temps += objs
+        _check(_run_all([object_command(cxx, s, o, extra) for s, o in zip(srcs, objs)],
+                        timeout_s), t0, log)
+        left = max(0.1, timeout_s - (time.monotonic() - t0))
+        _check(_run_all([link_command(cxx, objs, tmp_so, extra)], left), t0, log)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"C++ compiler timed out after {timeout_s:g}s") from None
+    except OSError as e:
+        raise CompileError(f"cannot run C++ compiler {cxx!r}: {e.strerror or e}") from None
+
+
+def _compile_into(directory: str, key: str, sources: list[str], cxx: str, extra: tuple,
                   timeout_s: float, log_path: str | None) -> str:
     path = os.path.join(directory, f"{key}.so")
-    fd, src_path = tempfile.mkstemp(suffix=".cc", dir=directory, prefix=f".{key[:16]}-")
-    tmp_so = src_path[:-3] + ".so"
+    fd, tmp_so = tempfile.mkstemp(suffix=".so", dir=directory, prefix=f".{key[:16]}-")
+    os.close(fd)
+    temps = [tmp_so]
+    log_lines: list[str] = []
+    t0 = time.monotonic()
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        cmd = compile_command(cxx, src_path, tmp_so, extra)
-        t0 = time.monotonic()
         try:
-            proc = _run_compiler(cmd, timeout_s)
-        except subprocess.TimeoutExpired:
-            raise CompileError(f"C++ compiler timed out after {timeout_s:g}s") from None
-        except OSError as e:
-            raise CompileError(f"cannot run C++ compiler {cxx!r}: {e.strerror or e}") from None
-        text = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}exit {proc.returncode} " \
-               f"in {time.monotonic() - t0:.2f}s\n"
-        if log_path:
-            with open(log_path, "w") as f:
-                f.write(text)
-        if proc.returncode != 0:
-            first = next((ln for ln in proc.stderr.splitlines() if "error" in ln),
-                         proc.stderr.strip()[:200])
-            raise CompileError(f"C++ compile failed: {first}")
+            _compile(sources, tmp_so, directory, key, cxx, extra, timeout_s, log_lines, temps)
+        finally:
+            if log_path:
+                with open(log_path, "w") as f:
+                    f.write("".join(log_lines))
         os.chmod(tmp_so, 0o700)
         digest = file_sha256(tmp_so)
         sfd, tmp_sidecar = tempfile.mkstemp(suffix=".sha256", dir=directory,
@@ -190,14 +236,14 @@ def _compile_into(directory: str, key: str, source: str, cxx: str, extra: tuple,
         # Sidecar first: a .so without a matching sidecar is never trusted.
         os.rename(tmp_sidecar, path + ".sha256")
         os.rename(tmp_so, path)
-        log.info("compiled %s in %.2fs", path, time.monotonic() - t0)
+        log.info("compiled %s in %.2fs (%d unit(s))", path, time.monotonic() - t0, len(sources))
         return path
     finally:
-        _remove(src_path)
-        _remove(tmp_so)
+        for p in temps:
+            _remove(p)
 
 
-def _build_in(directory: str, key: str, source: str, cxx: str, extra: tuple,
+def _build_in(directory: str, key: str, sources: list[str], cxx: str, extra: tuple,
               forbid_compile: bool, timeout_s: float,
               log_path: str | None) -> tuple[str, bool]:
     path = os.path.join(directory, f"{key}.so")
@@ -217,17 +263,18 @@ def _build_in(directory: str, key: str, source: str, cxx: str, extra: tuple,
             _remove(path + ".sha256")
         if forbid_compile:
             raise CompileError(f"compile forbidden (forbid_compile) and {key[:12]} not cached")
-        return _compile_into(directory, key, source, cxx, extra, timeout_s, log_path), True
+        return _compile_into(directory, key, sources, cxx, extra, timeout_s, log_path), True
 
 
-def build(source: str, cache_dir: str, cxx: str, extra: tuple, forbid_compile: bool,
+def build(sources: list[str], cache_dir: str, cxx: str, extra: tuple, forbid_compile: bool,
           timeout_s: float, log_path: str | None = None) -> tuple[str, bool, str]:
-    """Returns (library path, compiled?, key)."""
-    key = cache_key(source, cxx, extra, timeout_s)
+    """sources: the translation units of one library (several are compiled
+    in parallel and linked).  Returns (library path, compiled?, key)."""
+    key = cache_key(sources, cxx, extra, timeout_s)
     directory, why = usable_cache_dir(cache_dir)
     if why is None:
         try:
-            path, compiled = _build_in(directory, key, source, cxx, extra, forbid_compile,
+            path, compiled = _build_in(directory, key, sources, cxx, extra, forbid_compile,
                                        timeout_s, log_path)
             return path, compiled, key
         except OSError as e:
@@ -235,7 +282,7 @@ def build(source: str, cache_dir: str, cxx: str, extra: tuple, forbid_compile: b
             why = f"cannot write cache dir {cache_dir}: {e.strerror or e}"
     _warn_once(f"blade_disc_tf: {why}; using private dir {private_dir()} instead")
     try:
-        path, compiled = _build_in(private_dir(), key, source, cxx, extra, forbid_compile,
+        path, compiled = _build_in(private_dir(), key, sources, cxx, extra, forbid_compile,
                                    timeout_s, log_path)
     except OSError as e:
         if e.errno == errno.ENOSPC:

@@ -37,6 +37,16 @@ def compile_command(cxx: str, src: str, out: str, extra: tuple = ()) -> list[str
     return [cxx, *BASE_FLAGS, *extra, "-I", include_dir(), src, "-o", out]
 
 
+def object_command(cxx: str, src: str, out: str, extra: tuple = ()) -> list[str]:
+    """One translation unit of a multi-unit library -> object file."""
+    flags = [f for f in BASE_FLAGS if f != "-shared"]
+    return [cxx, *flags, *extra, "-I", include_dir(), "-c", src, "-o", out]
+
+
+def link_command(cxx: str, objects: list[str], out: str, extra: tuple = ()) -> list[str]:
+    return [cxx, *BASE_FLAGS, *extra, *objects, "-o", out]
+
+
 def compiler_identity(cxx: str, timeout_s: float = 30.0) -> str:
     """`cxx --version` first line plus a hash of this CPU's flags (because of
     -march=native); part of the cache key.  The probe honours the compile

@@ -190,7 +190,7 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
     ptr: dict[Value, str] = {}
     body.append(f"  if (num_inputs != {len(func.args)}) return disc_fail(rt, "
                 f"DISC_ERROR_INTERNAL, \"expected {len(func.args)} inputs, got {{0}}\", "
-                "std::to_string(num_inputs).c_str(), \"\");")
+                "disc_int_text(num_inputs).s, \"\");")
     for i, a in enumerate(func.args):
         body.append(f"  if (inputs[{i}].rank != {a.type.rank}) return disc_fail(rt, "
                     f"DISC_ERROR_INTERNAL, \"input {i}: expected rank {a.type.rank}\", \"\", \"\");")

@@ -393,8 +393,8 @@ def emit_stitch_launch(op: Op, info: StitchInfo, dn, ptr: dict[Value, str]) -> l
             *emit_launch("rows", row_cost(info, dims[-1]), info.name, f"&{c}"),
             "    }",
             f"    if ({c}.err == {OOM_ERROR}) return disc_fail(rt, DISC_ERROR_RESOURCE_EXHAUSTED, "
-            "\"out of memory for a row of {0} elements\", std::to_string("
-            f"{dims[-1]}).c_str(), \"\");"]
+            "\"out of memory for a row of {0} elements\", disc_int_text("
+            f"{dims[-1]}).s, \"\");"]
     for code, msg in ERROR_MESSAGES.items():
         out.append(f"    if ({c}.err == {code}) return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
                    f"{c_string(msg)}, \"\", \"\");")

@@ -1,0 +1,80 @@
+"""Kernels repeated layer after layer are compiled once (codegen/source.py
+dedupe_kernels): the copies become aliases, and the library still computes
+what TF computes."""
+import numpy as np
+import tensorflow as tf
+
+from blade_disc_tf.compiler.codegen.source import dedupe_kernels
+from blade_disc_tf.compiler.options import CompileOptions
+from blade_disc_tf.compiler.service import compile_request
+
+from .harness import Executable
+
+F = tf.float32
+M = tf.TensorSpec([None, None], F)
+V = tf.TensorSpec([None], F)
+
+
+def layernorm(x, g, b):
+    m, v = tf.nn.moments(x, [-1], keepdims=True)
+    return (x - m) * tf.math.rsqrt(v + 1e-5) * g + b
+
+
+def stacked(x, w, g, b):         # one layer three times
+    for _ in range(3):
+        x = layernorm(tf.nn.gelu(tf.matmul(x, w) + b) + x, g, b)
+    return x
+
+
+def _request(concrete):
+    inputs = [{"dtype": t.dtype.as_datatype_enum, "rank": t.shape.rank, "value": None}
+              for t in concrete.inputs]
+    return {"function": "f", "key": "k", "inputs": inputs}, \
+        concrete.function_def.SerializeToString()
+
+
+def test_repeated_layers_compile_once_and_match_tf(tmp_path):
+    from blade_disc_tf.compiler.service import compile_to_source
+
+    concrete = tf.function(stacked).get_concrete_function(M, M, V, V)
+    src = compile_to_source(*_request(concrete))
+    defs = [ln for ln in src.splitlines() if ln.startswith("void disc_") and ln.endswith("{")]
+    aliases = [ln for ln in src.splitlines() if ln.startswith("constexpr DiscParallelFn")]
+    # layer 3's row kernel aliases layer 2's in both speculated versions, and more
+    assert src.count("constexpr DiscParallelFn disc_stitch_2 = disc_stitch_1;") == 2
+    assert len(aliases) >= 4 and len(defs) + len(aliases) >= 14, (defs, aliases)
+    reply = compile_request(*_request(concrete), CompileOptions(cache_dir=str(tmp_path)))
+    assert reply["ok"], reply
+    exe = Executable(reply["path"])
+    rng = np.random.default_rng(4)
+    for shapes in [[(3, 16), (16, 16), (16,), (16,)], [(5, 1), (1, 1), (1,), (1,)],
+                   [(2, 4), (4, 4), (1,), (4,)]]:
+        xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        (got,) = exe(xs, [np.float32])
+        want = stacked(*[tf.constant(x) for x in xs]).numpy()
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+
+
+K = ("struct {n}_args {{\n  float* o0;\n}};\n\nvoid {n}(void* closure, int64_t begin, int64_t end) "
+     "{{\n  const float {v} = 1.0f; // {msg}\n  const char* m = \"{msg}\";\n}}\n")
+
+
+def test_dedupe_only_renamings():
+    a = K.format(n="disc_kernel_0", v="v3", msg="x")
+    same = K.format(n="disc_kernel_1", v="v9", msg="x")
+    other_text = K.format(n="disc_kernel_2", v="v3", msg="y")
+    other_local = K.format(n="disc_kernel_3", v="w3", msg="x")
+    sources, aliases = dedupe_kernels([("disc_kernel_0", a), ("disc_kernel_1", same),
+                                       ("disc_kernel_2", other_text),
+                                       ("disc_kernel_3", other_local)])
+    assert sources == [a, other_text, other_local]
+    assert aliases == ["using disc_kernel_1_args = disc_kernel_0_args;",
+                       "constexpr DiscParallelFn disc_kernel_1 = disc_kernel_0;"]
+
+
+def test_distinct_kernels_stay():
+    def two(x):
+        return tf.exp(x) * 2.0, tf.tanh(tf.reduce_sum(x, axis=1))
+    concrete = tf.function(two).get_concrete_function(M)
+    from blade_disc_tf.compiler.service import compile_to_source
+    assert "constexpr DiscParallelFn" not in compile_to_source(*_request(concrete))

@@ -1,0 +1,114 @@
+"""A library split into translation units (codegen/source.py
+generate_units, built in parallel and linked by build/cache.py) computes
+what the one-unit library computes, speculated versions and GEMMs included."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from blade_disc_tf.compiler.build.cache import build
+from blade_disc_tf.compiler.codegen import source as codegen_source
+from blade_disc_tf.compiler.codegen.source import generate_source, generate_units, split_kernel
+from blade_disc_tf.compiler.errors import CompileError
+from blade_disc_tf.compiler.service import _lower, parallel_units
+
+from .harness import Executable
+
+F = tf.float32
+S3 = tf.TensorSpec([None, None, None], F)
+V = tf.TensorSpec([None], F)
+M = tf.TensorSpec([None, None], F)
+rng = np.random.default_rng(5)
+
+
+def layernorm(x, g, b):          # speculated: two versions, stitch kernels
+    m, v = tf.nn.moments(x, [-1], keepdims=True)
+    return (x - m) * tf.math.rsqrt(v + 1e-5) * g + b
+
+
+def mlp(x, w, b):                # GEMM with epilogue, elementwise kernels
+    h = tf.nn.gelu(tf.matmul(x, w) + b)
+    return tf.nn.softmax(h * 2.0 - tf.reduce_max(h)) + tf.exp(-h)
+
+
+def rows(x):                     # one version: host at global scope
+    return tf.nn.softmax(x) * tf.tanh(x) + tf.reduce_sum(tf.exp(x), axis=0)
+
+
+def stacked(x, w, g, b):         # one layer three times: kernels emitted once
+    for _ in range(3):
+        x = layernorm(tf.nn.gelu(tf.matmul(x, w) + b) + x, g, b)
+    return x
+
+
+def _func(fn, specs):
+    concrete = tf.function(fn).get_concrete_function(*specs)
+    inputs = [{"dtype": t.dtype.as_datatype_enum, "rank": t.shape.rank, "value": None}
+              for t in concrete.inputs]
+    req = {"function": "f", "key": "k", "inputs": inputs}
+    outs = [t.dtype.as_numpy_dtype for t in concrete.outputs]
+    return _lower(req, concrete.function_def.SerializeToString(), None, ""), outs
+
+
+@pytest.fixture
+def tiny_units(monkeypatch):
+    monkeypatch.setattr(codegen_source, "MIN_UNIT_CHARS", 1)
+
+
+@pytest.mark.parametrize("fn,specs,shapes", [
+    (layernorm, [S3, V, V], [[(2, 3, 16), (16,), (16,)], [(3, 1, 5), (5,), (5,)],
+                             [(2, 4, 1), (6,), (6,)]]),
+    (mlp, [M, M, V], [[(5, 8), (8, 16), (16,)], [(1, 3), (3, 1), (1,)]]),
+    (rows, [M], [[(4, 33)], [(1, 1)], [(0, 3)]]),
+    (stacked, [M, M, V, V], [[(3, 16), (16, 16), (16,), (16,)], [(5, 1), (1, 1), (1,), (1,)]]),
+])
+def test_units_match_tf(tmp_path, tiny_units, fn, specs, shapes):
+    func, outs = _func(fn, specs)
+    units = generate_units(func, 3)
+    assert len(units) >= 2
+    assert sum(u.count("disc_entry(") for u in units) == 1 and "disc_entry(" in units[0]
+    path, compiled, _ = build(units, str(tmp_path), "c++", (), False, 120)
+    assert compiled
+    exe = Executable(path)
+    for shape in shapes:
+        xs = [rng.standard_normal(s).astype(np.float32) for s in shape]
+        (got,) = exe(xs, outs)
+        want = fn(*[tf.constant(x) for x in xs]).numpy()
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+
+
+def test_each_kernel_defined_once(tiny_units):
+    func, _ = _func(mlp, [M, M, V])
+    single = generate_source(func)
+    units = generate_units(func, 2)
+    defs = [ln for u in units for ln in u.splitlines()
+            if ln.startswith("void disc_") and ln.endswith("{")]
+    want = [ln for ln in single.splitlines() if ln.startswith("void disc_") and ln.endswith("{")]
+    assert sorted(defs) == sorted(want)       # same multiset: each defined once
+    assert generate_units(func, 1) == [single]
+
+
+def test_small_library_stays_one_unit():
+    func, _ = _func(mlp, [M, M, V])
+    assert len(generate_units(func, 8)) == 1      # far below MIN_UNIT_CHARS
+
+
+def test_split_kernel_rejects_other_text():
+    struct, body, decls = split_kernel(
+        "struct k_args {\n  int n;\n};\n\nvoid k(void* closure, int64_t begin, int64_t end) {\n}\n")
+    assert struct.startswith("struct k_args") and body.strip().startswith("void k(")
+    assert decls == ["void k(void* closure, int64_t begin, int64_t end);"]
+    with pytest.raises(ValueError):
+        split_kernel("int x;\n")
+
+
+def test_unit_that_fails_fails_the_build(tmp_path):
+    ok = "int disc_ok() { return 1; }\n"
+    with pytest.raises(CompileError, match="C\\+\\+ compile failed"):
+        build([ok, "int broken( {\n"], str(tmp_path), "c++", (), False, 60)
+    assert not [f for f in tmp_path.iterdir() if f.suffix in (".so", ".o", ".cc")]
+
+
+@pytest.mark.parametrize("cpus,runnable,want", [(2, 1, 2), (2, 2, 1), (2, 6, 1), (1, 1, 1),
+                                                (16, 3, 14)])
+def test_parallel_units_uses_idle_cpus(cpus, runnable, want):
+    assert parallel_units(cpus, runnable) == want
