@@ -9,7 +9,9 @@ One tf.function call costs tens of microseconds in Python and eager dispatch,
 which hides a launch's own cost; the second table runs --clusters copies of
 the chain in one function, separated by tf.roll (not clusterable), so each
 call makes that many DiscLaunch calls against six times as many TF ops, and
-divides the difference per launch.
+divides the difference per launch.  `floor` is a stock tf.function of the
+same signature returning its input: disc - floor is what a call costs beyond
+TF's own per-call floor (dispatch, executor, one DiscLaunch and its kernel).
 
     python benchmarks/call_overhead.py [--repeats 30] [--clusters 32]
 """
@@ -29,9 +31,9 @@ def chain(x, y):
     return tf.tanh(a) * tf.sigmoid(y) - tf.abs(x) * 0.5
 
 
-def make_function():
+def make_function(fn=chain):
     spec = tf.TensorSpec([None, None], tf.float32)
-    return tf.function(chain, input_signature=[spec, spec])
+    return tf.function(fn, input_signature=[spec, spec])
 
 
 def make_many(clusters: int):
@@ -56,8 +58,10 @@ def main() -> None:
               for s in shapes}
 
     stock, stock_many = make_function(), make_many(args.clusters)
+    floor = make_function(lambda x, y: tf.identity(x))
     for x, y in inputs.values():      # optimized (and cached) before disc is enabled
         stock(x, y)
+        floor(x, y)
         stock_many(x, y)
 
     import blade_disc_tf as disc
@@ -72,10 +76,12 @@ def main() -> None:
     for shape, (x, y) in inputs.items():
         inner = max(1, int(2e6 // (shape[0] * shape[1] + 2000)))
         inner = min(inner, 200)
-        med = interleaved_medians({"tf": lambda: stock(x, y), "disc": lambda: ours(x, y)},
-                                  args.repeats, inner)
+        med = interleaved_medians({"tf": lambda: stock(x, y), "floor": lambda: floor(x, y),
+                                   "disc": lambda: ours(x, y)}, args.repeats, inner)
         rows.append({"shape": "x".join(map(str, shape)), "stock_tf_us": med["tf"] * 1e6,
-                     "disc_us": med["disc"] * 1e6, "disc_minus_tf_us": (med["disc"] - med["tf"]) * 1e6,
+                     "floor_us": med["floor"] * 1e6, "disc_us": med["disc"] * 1e6,
+                     "disc_minus_tf_us": (med["disc"] - med["tf"]) * 1e6,
+                     "disc_minus_floor_us": (med["disc"] - med["floor"]) * 1e6,
                      "speedup": med["tf"] / med["disc"]})
     print_table("per-call median (6 elementwise ops, one cluster)", rows)
 
