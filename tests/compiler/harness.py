@@ -31,12 +31,13 @@ Gemm = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.
 # a library that calls it gets an error, the others run as before.
 Window = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 # Version 4 appended fields to DiscWindowArgs; version 5 `gemm_epilogue`:
-# rt->gemm, then the epilogue kernel; version 6 the window kind CONV_TRANSPOSE.
+# rt->gemm, then the epilogue kernel; version 6 the window kind CONV_TRANSPOSE;
+# version 7 the set_error code DISC_ERROR_FALLBACK (an error here).
 GemmEpilogue = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
                                 ctypes.c_int32, _I64, _I64, _I64, _I64, ctypes.c_void_p, _I64,
                                 _I64, ctypes.c_void_p, _I64, _I64, ctypes.c_void_p, _I64, _I64,
                                 ctypes.c_void_p, ctypes.c_void_p, _I64)
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 
 class DiscRuntime(ctypes.Structure):

@@ -75,17 +75,46 @@ def test_broadcast_gradient_args_values(disc, sx, sy):
     assert total(st, "fallbacks") == 0 and all(c["compiles"] == 1 for c in cluster_stats(st)), st
 
 
-def test_broadcasting_a_run_time_dim_is_an_error_not_a_wrong_gradient(disc):
-    """Two run-time dims are compiled as equal (a check): 1 against 3 is
-    TF's broadcasting, which this executable refuses."""
+def test_broadcasting_a_run_time_dim_runs_with_tensorflow(disc):
+    """Two run-time dims are compiled as equal (a check before any output):
+    1 against 3 is TF's broadcasting, which this executable refuses, so that
+    call runs the original function (a fallback, TF's answer), never an
+    error the user's model would not raise."""
     disc.enable(min_cluster_size=1)
 
     @tf.function(input_signature=[tf.TensorSpec([None, None])] * 2)
     def fn(x, y):
         return tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(x), s1=tf.shape(y))
     assert [v.numpy().tolist() for v in fn(np.zeros((2, 3)), np.zeros((2, 3)))] == [[], []]
-    with pytest.raises(tf.errors.InvalidArgumentError, match="BroadcastGradientArgs"):
-        fn(np.zeros((2, 1)), np.zeros((2, 3)))
+    got = [v.numpy().tolist() for v in fn(np.zeros((2, 1)), np.zeros((2, 3)))]
+    assert got == [[1], []]
+    assert [v.numpy().tolist() for v in fn(np.zeros((4, 5)), np.zeros((4, 5)))] == [[], []]
+    st = disc.stats()
+    assert total(st, "fallbacks") == 1 and [c["compiles"] for c in cluster_stats(st)] == [1], st
+
+
+def test_gradient_of_a_run_time_broadcast_matches_tf(disc):
+    """The whole gradient of x * y with fully dynamic shapes: equal shapes
+    run compiled, a run-time broadcast (1 against n) falls back for that
+    call only, and every gradient is TF's."""
+    disc.enable(min_cluster_size=1)
+    rng = np.random.default_rng(0)
+
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            tape.watch([x, y])
+            loss = tf.reduce_sum(tf.tanh(x * y) * 3.0)
+        return tape.gradient(loss, [x, y])
+    fn = tf.function(step, input_signature=[tf.TensorSpec([None, None])] * 2)
+    shapes = [((3, 4), (3, 4)), ((3, 1), (3, 4)), ((5, 2), (5, 2)), ((2, 6), (1, 6))]
+    for sx, sy in shapes:
+        x = tf.constant(rng.standard_normal(sx), tf.float32)
+        y = tf.constant(rng.standard_normal(sy), tf.float32)
+        for g, w in zip(fn(x, y), step(x, y)):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+    st = disc.stats()
+    assert total(st, "fallbacks") == 2, st
+    assert all(c["compiles"] == 1 for c in cluster_stats(st)), st
 
 
 def test_shapes_fed_to_the_cluster_are_read_at_run_time(disc):

@@ -135,8 +135,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       uint64_t generation;
       if (std::shared_ptr<const Executable> exe = Remembered(scratch, &generation)) {
         stats_->RecordMemoHit(scratch, generation);
-        RunExecutable(ctx, *exe);
-        done();
+        RunExecutable(ctx, *exe, std::move(done));
         return;
       }
     }
@@ -229,8 +228,7 @@ class DiscLaunchOp : public AsyncOpKernel {
     }
     Remember(key, epoch, stats_generation, exe);
     stats_->RecordCacheHit(stats_generation);
-    RunExecutable(ctx, *exe);
-    (*done)();
+    RunExecutable(ctx, *exe, std::move(*done));
     return true;
   }
 
@@ -245,8 +243,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       stats_->RecordCacheHit(stats_generation);
       VLOG(1) << "DiscLaunch: " << function_ << ": executable cache hit";
     }
-    RunExecutable(ctx, *o.exe);
-    done();
+    RunExecutable(ctx, *o.exe, std::move(done));
   }
 
   // Computes the cache key into *key (cleared first): input ranks plus
@@ -336,7 +333,10 @@ class DiscLaunchOp : public AsyncOpKernel {
     return absl::OkStatus();
   }
 
-  void RunExecutable(OpKernelContext* ctx, const Executable& exe) const {
+  // Runs `exe`, then done(); or the original function when the executable
+  // refuses these inputs (DISC_ERROR_FALLBACK: a compile-time assumption
+  // about run-time dims that they break).
+  void RunExecutable(OpKernelContext* ctx, const Executable& exe, DoneCallback done) {
     absl::InlinedVector<DiscBuffer, 16> buffers(ctx->num_inputs());
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       const Tensor& t = ctx->input(i);
@@ -346,9 +346,18 @@ class DiscLaunchOp : public AsyncOpKernel {
       b.rank = t.dims();
       for (int d = 0; d < b.rank; ++d) b.dims[d] = t.dim_size(d);
     }
-    KernelRuntime runtime(ctx);
-    runtime.Run(exe.entry, buffers.data(), static_cast<int32_t>(buffers.size()))
-        .IgnoreError();  // status already in ctx
+    std::string refused;
+    {
+      KernelRuntime runtime(ctx);
+      runtime.Run(exe.entry, buffers.data(), static_cast<int32_t>(buffers.size()))
+          .IgnoreError();  // status already in ctx
+      refused = runtime.fallback_reason();
+    }
+    if (!refused.empty()) {
+      Fallback(ctx, std::move(done), refused);
+      return;
+    }
+    done();
   }
 
   void Fallback(OpKernelContext* ctx, DoneCallback done,

@@ -30,8 +30,9 @@ extern "C" {
 /* Version 2 appended `gemm` to DiscRuntime, version 3 `window`, version 4
  * `groups` and the epilogue (scale, shift, activation) to DiscWindowArgs,
  * version 5 `gemm_epilogue` to DiscRuntime, version 6 the window kind
- * DISC_WINDOW_CONV_TRANSPOSE and DISC_WINDOW_CONV_BACKPROP_FILTER. */
-#define DISC_ABI_VERSION 6
+ * DISC_WINDOW_CONV_TRANSPOSE and DISC_WINDOW_CONV_BACKPROP_FILTER, version 7
+ * the set_error code DISC_ERROR_FALLBACK. */
+#define DISC_ABI_VERSION 7
 #define DISC_MAX_RANK 8
 
 /* TF error codes used by generated code (values of tensorflow::error::Code). */
@@ -40,6 +41,11 @@ extern "C" {
 #define DISC_ERROR_UNIMPLEMENTED 12
 #define DISC_ERROR_INTERNAL 13
 #define DISC_ERROR_RESOURCE_EXHAUSTED 8
+/* Not a TF code: the executable was compiled on an assumption about run-time
+ * dims that these inputs break (e.g. two dims that broadcast), so DiscLaunch
+ * runs the cluster's original function instead of failing the user's model.
+ * Only before any output is allocated; later it is InvalidArgument. */
+#define DISC_ERROR_FALLBACK 1000
 
 /* Element types of rt->gemm (values of tensorflow::DataType). */
 #define DISC_DTYPE_FLOAT 1

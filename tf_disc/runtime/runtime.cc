@@ -151,10 +151,22 @@ void KernelRuntime::ParallelFor(void* self_ptr, int64_t n,
 void KernelRuntime::SetError(void* self_ptr, int32_t code,
                              const char* message) {
   auto* self = static_cast<KernelRuntime*>(self_ptr);
+  const char* text = message ? message : "unknown error";
+  std::lock_guard<std::mutex> lock(self->mu_);
+  if (code == DISC_ERROR_FALLBACK) {
+    const bool any_output = std::find(self->allocated_.begin(), self->allocated_.end(),
+                                      true) != self->allocated_.end();
+    if (!self->has_error_ && !any_output) {
+      self->has_error_ = true;  // nothing more runs; the caller falls back
+      self->fallback_reason_ = text;
+      return;
+    }
+    self->RecordError(absl::InvalidArgumentError(text));
+    return;
+  }
   absl::StatusCode c = static_cast<absl::StatusCode>(code);
   if (code <= 0 || code > 16) c = absl::StatusCode::kInternal;
-  std::lock_guard<std::mutex> lock(self->mu_);
-  self->RecordError(absl::Status(c, message ? message : "unknown error"));
+  self->RecordError(absl::Status(c, text));
 }
 
 // The intra-op pool as (threads, Eigen pool, parallel_for) for gemm.cc and

@@ -4,6 +4,7 @@
 #define TF_DISC_RUNTIME_RUNTIME_H_
 
 #include <mutex>
+#include <string>
 
 #include "absl/container/inlined_vector.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -22,6 +23,10 @@ class KernelRuntime {
   // reported <=> non-zero return, every output allocated).  Errors end up in
   // ctx->status(); the returned status is the same.
   absl::Status Run(DiscEntryFn entry, const DiscBuffer* inputs, int32_t num_inputs);
+
+  // After Run: non-empty when the executable asked to run the original
+  // function instead (DISC_ERROR_FALLBACK); ctx->status() is then untouched.
+  const std::string& fallback_reason() const { return fallback_reason_; }
 
  private:
   static void* AllocOutput(void* self, int32_t index, int32_t rank,
@@ -51,6 +56,7 @@ class KernelRuntime {
   absl::InlinedVector<void*, 4> temps_;
   absl::InlinedVector<bool, 16> allocated_;
   bool has_error_ = false;
+  std::string fallback_reason_;
 };
 
 }  // namespace tf_disc

@@ -148,7 +148,8 @@ def _assert(op: Op, dn: DimNames, k: int) -> list[str]:
     else:
         lines += [f"      disc_fmt_shape(a, sizeof a, l, {len(show[0])});",
                   f"      disc_fmt_shape(b, sizeof b, r, {len(show[1])});"]
-    lines += [f"      return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, {c_string(msg)}, a, b);",
+    code = "DISC_ERROR_FALLBACK" if a.get("fallback") else "DISC_ERROR_INVALID_ARGUMENT"
+    lines += [f"      return disc_fail(rt, {code}, {c_string(msg)}, a, b);",
               "    }", "  }"]
     return lines
 

@@ -15,8 +15,8 @@ from .hostvals import host_dims, make_host
 from .rule import OpRule
 from .shape_ops import _assert_eq
 
-_MSG = ("BroadcastGradientArgs: blade_disc_tf compiled this gradient for a run-time dim "
-        "that does not broadcast: {0} vs {1} (cluster it without this op to broadcast it)")
+_MSG = ("BroadcastGradientArgs: compiled for run-time dims that do not broadcast, "
+        "got {0} vs {1}: running this cluster with TensorFlow")
 
 
 def _position(b, node, x: str, y: str) -> tuple[bool, bool, bool]:
@@ -25,14 +25,16 @@ def _position(b, node, x: str, y: str) -> tuple[bool, bool, bool]:
     that cannot change the gradient (the other side is 1 or the same dim:
     the gradient's size there is the dim, so summing over it when it is 1
     is a no-op before TF's Reshape to the input shape); against any other
-    dim it must equal it, checked at run time."""
+    dim it must equal it, checked at run time: inputs where they differ
+    (one broadcasts) run the cluster's original function (fallback), as
+    TF's values would need a different compile."""
     env = b.env
     x1, y1 = env.known_one(x), env.known_one(y)
     if x1 or y1 or env.known_equal(x, y):
         return x1, y1, env.known_equal(x, y)
     if is_static(x) and is_static(y):
         raise ShapeError(f"Incompatible shapes: {x} vs. {y} (node '{node.name}', op {node.op})")
-    _assert_eq(b, [x], [y], node, _MSG)
+    _assert_eq(b, [x], [y], node, _MSG, fallback=True)
     return False, False, True
 
 

@@ -27,11 +27,16 @@ def _strides(shape) -> list[str]:
     return [dim_mul(*shape[k + 1:]) if shape[k + 1:] else "1" for k in range(len(shape))]
 
 
-def _assert_eq(b, lhs, rhs, node, msg, lhs_shape=None, rhs_shape=None):
-    """Runtime check lhs == rhs (lists of dims) unless known."""
+def _assert_eq(b, lhs, rhs, node, msg, lhs_shape=None, rhs_shape=None, fallback=False):
+    """Runtime check lhs == rhs (lists of dims) unless known.  fallback: a
+    mismatch is not the user's error but an assumption of ours that the
+    inputs break, so the call runs the cluster with TensorFlow instead
+    (DISC_ERROR_FALLBACK; checks run before any output is allocated)."""
     if all(b.env.known_equal(x, y) for x, y in zip(lhs, rhs)):
         return
     attrs = {"node": node.name, "op": node.op, "msg": msg, "lhs": list(lhs), "rhs": list(rhs)}
+    if fallback:
+        attrs["fallback"] = True
     if lhs_shape is not None:
         attrs.update(lhs_shape=list(lhs_shape), rhs_shape=list(rhs_shape))
     b.ops.append(Op("assert_dim_eq", [], [], attrs))
