@@ -4,6 +4,8 @@ padding, odd and 1-sized images, an empty batch, sizes from tf.shape in the
 cluster (one compile for every shape) and from a function input (a const
 arg: one compile per value), tf.GradientTape of a convolution, and TF's
 errors for an out_backprop of the wrong size."""
+import contextlib
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,6 +16,15 @@ from .test_conv_pool import _close, _rand
 
 IMAGES = [(1, 1, 1), (2, 8, 8), (1, 5, 7), (3, 9, 4), (1, 13, 11), (0, 6, 6)]
 EXPLICIT = [[0, 0], [1, 2], [0, 3], [0, 0]]
+
+
+@pytest.fixture
+def force_col2im(disc):
+    """Sets DISC_CONV_TRANSPOSE_COL2IM for one test: the runtime reads its
+    switches once, so through disc.runtime_switches, not os.environ."""
+    with contextlib.ExitStack() as stack:
+        yield lambda value: stack.enter_context(
+            disc.runtime_switches(DISC_CONV_TRANSPOSE_COL2IM=value))
 
 
 def _attrs(strides, padding, dil):
@@ -67,10 +78,10 @@ def _images(k, padding, dil):
 
 @pytest.mark.parametrize("col2im", ["0", "1"])
 @pytest.mark.parametrize("k,strides,padding,dil", CONFIGS)
-def test_backprop_input(disc, monkeypatch, k, strides, padding, dil, col2im):
+def test_backprop_input(disc, force_col2im, k, strides, padding, dil, col2im):
     """Both algorithms of runtime/conv_transpose.cc (per-phase convolutions,
-    col2im), forced by its environment variable."""
-    monkeypatch.setenv("DISC_CONV_TRANSPOSE_COL2IM", col2im)
+    col2im), forced by its switch."""
+    force_col2im(col2im)
     attrs = _attrs(strides, padding, dil)
 
     def fn(x, f, dy):
@@ -118,8 +129,8 @@ def test_backprop_input_is_one_conv_transpose(disc, tmp_path, k, strides, paddin
 
 
 @pytest.mark.parametrize("col2im", ["0", "1"])
-def test_wide_channels_and_f64(disc, monkeypatch, col2im):
-    monkeypatch.setenv("DISC_CONV_TRANSPOSE_COL2IM", col2im)
+def test_wide_channels_and_f64(disc, force_col2im, col2im):
+    force_col2im(col2im)
     attrs = _attrs(2, "SAME", 1)
 
     def fn(x, f, dy):

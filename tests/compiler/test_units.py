@@ -7,7 +7,8 @@ import tensorflow as tf
 
 from blade_disc_tf.compiler.build.cache import build
 from blade_disc_tf.compiler.codegen import source as codegen_source
-from blade_disc_tf.compiler.codegen.source import generate_source, generate_units, split_kernel
+from blade_disc_tf.compiler.codegen.source import (generate_library, generate_source,
+                                                   generate_units, split_kernel)
 from blade_disc_tf.compiler.errors import CompileError
 from blade_disc_tf.compiler.service import _lower, parallel_units
 
@@ -85,6 +86,17 @@ def test_each_kernel_defined_once(tiny_units):
     want = [ln for ln in single.splitlines() if ln.startswith("void disc_") and ln.endswith("{")]
     assert sorted(defs) == sorted(want)       # same multiset: each defined once
     assert generate_units(func, 1) == [single]
+
+
+def test_cache_key_does_not_depend_on_the_split(tmp_path, tiny_units):
+    """The split follows CPU load at compile time: a library built as two
+    units is the disk-cache hit of the same library asked for as one."""
+    func, _ = _func(mlp, [M, M, V])
+    single, units = generate_library(func, 2)
+    assert single == generate_source(func) and len(units) == 2
+    _, compiled, key = build(units, str(tmp_path), "c++", (), False, 120, key_source=single)
+    _, again, same = build([single], str(tmp_path), "c++", (), False, 120)
+    assert compiled and not again and key == same
 
 
 def test_small_library_stays_one_unit():

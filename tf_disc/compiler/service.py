@@ -13,7 +13,7 @@ import time
 import traceback
 
 from .build.cache import build
-from .codegen.source import generate_units
+from .codegen.source import generate_library
 from .errors import CompileError
 from .frontend import lower_graph, parse_function_def
 from .frontend.graph import to_pbtxt
@@ -53,15 +53,16 @@ def compile_to_source(request: dict, fdef: bytes, dump_dir: str | None = None,
 
 
 def compile_to_units(request: dict, fdef: bytes, dump_dir: str | None = None,
-                     fast_math: str = "", units: int = 1) -> list[str]:
-    """As compile_to_source, split into at most `units` translation units
-    (codegen/source.py generate_units) for a parallel build."""
-    sources = generate_units(_lower(request, fdef, dump_dir, fast_math), units)
+                     fast_math: str = "", units: int = 1) -> tuple[str, list[str]]:
+    """(compile_to_source's text, the same code split into at most `units`
+    translation units for a parallel build: codegen/source.py
+    generate_library)."""
+    single, sources = generate_library(_lower(request, fdef, dump_dir, fast_math), units)
     if dump_dir:
         for i, source in enumerate(sources):
             with open(os.path.join(dump_dir, f"kernel_{i}.cc" if i else "kernel.cc"), "w") as f:
                 f.write(source)
-    return sources
+    return single, sources
 
 
 def _allowed_cpus() -> int:
@@ -96,11 +97,12 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         dump_dir = _dump_dir(options, request)
         # The request's mode is the one DiscLaunch put in its cache key.
         fast_math = request.get("fast_math", options.fast_math) or ""
-        sources = compile_to_units(request, fdef, dump_dir, fast_math, parallel_units(_allowed_cpus(), _runnable_tasks()))
+        units = parallel_units(_allowed_cpus(), _runnable_tasks())
+        library, sources = compile_to_units(request, fdef, dump_dir, fast_math, units)
         path, compiled, key = build(
             sources, options.cache_dir, options.cxx, tuple(options.extra_cflags),
             options.forbid_compile, options.timeout_s,
-            os.path.join(dump_dir, "compile.log") if dump_dir else None)
+            os.path.join(dump_dir, "compile.log") if dump_dir else None, key_source=library)
         secs = time.monotonic() - t0
         log.info("cluster %s -> %s (compiled=%s, %.2fs)", request.get("function"), path,
                  compiled, secs)

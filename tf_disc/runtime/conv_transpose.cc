@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <numeric>
 
 #include "tf_disc/runtime/conv_grad_check.h"
+#include "tf_disc/runtime/switches.h"
 #include "tf_disc/runtime/window.h"
 
 namespace tf_disc {
@@ -164,11 +164,11 @@ bool RunCol2Im(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& 
 // benchmarks/conv_grad_vs_tf.py: 32x14x14x128 3x3 VALID 1.45 -> 1.11 of
 // stock TF's time, 8x32x32 3x3 with 32 output channels 1.11 -> 1.18, the
 // scatter's rows being short).  DISC_CONV_TRANSPOSE_COL2IM=0 / 1 forces it
-// off / on (where supported), for A/B timing in one process.
+// off / on (where supported), for A/B timing in one process (runtime/switches.h).
 bool UseCol2Im(const DiscWindowArgs& w, int num_threads) {
   if (w.in_h * w.in_w * w.in_c == 0 || w.k_h * w.k_w == 0) return false;
-  const char* env = std::getenv("DISC_CONV_TRANSPOSE_COL2IM");
-  if (env != nullptr && (env[0] == '0' || env[0] == '1')) return env[0] == '1';
+  const char env = RuntimeSwitchValue(RuntimeSwitch::kConvTransposeCol2Im);
+  if (env == '0' || env == '1') return env == '1';
   return w.batch >= num_threads && w.out_c >= 64;
 }
 

@@ -7,7 +7,8 @@
 namespace tf_disc {
 namespace {
 
-constexpr const char* kNames[] = {"DISC_GEMM_SKINNY", "DISC_GEMM_EPILOGUE", "DISC_CONV_DIRECT"};
+constexpr const char* kNames[] = {"DISC_GEMM_SKINNY", "DISC_GEMM_EPILOGUE", "DISC_CONV_DIRECT",
+                                  "DISC_CONV_TRANSPOSE_COL2IM"};
 constexpr int kCount = sizeof(kNames) / sizeof(kNames[0]);
 
 std::atomic<char> values[kCount];

@@ -1,7 +1,8 @@
 """Disk cache of compiled libraries.
 
-key = sha256(translation units, full command templates, compiler identity,
-our version).
+key = sha256(the library's one-unit source, full command templates, compiler
+identity, our version): the same whether it is built as one translation unit or
+split into several (a split that follows CPU load must not miss the cache).
 Files live in cache_dir (mode 0700) as <key>.so, each with a sidecar
 <key>.so.sha256 holding the sha256 of the library's bytes (the index entry).
 A build writes temp files and os.rename()s them into place (a loaded .so is
@@ -46,14 +47,13 @@ _private_dir: str | None = None
 _warned: set = set()
 
 
-def cache_key(sources: list[str], cxx: str, extra: tuple, timeout_s: float = 30.0) -> str:
-    """sources: the library's translation units (one or more)."""
+def cache_key(source: str, cxx: str, extra: tuple, timeout_s: float = 30.0) -> str:
+    """source: the library as one translation unit."""
     h = hashlib.sha256()
-    commands = [compile_command(cxx, "SRC", "OUT", extra)]
-    if len(sources) > 1:
-        commands = [object_command(cxx, "SRC", "OUT", extra),
-                    link_command(cxx, ["OBJ"], "OUT", extra)]
-    for part in (*sources, *(" ".join(c) for c in commands),
+    commands = [compile_command(cxx, "SRC", "OUT", extra),
+                object_command(cxx, "SRC", "OUT", extra),
+                link_command(cxx, ["OBJ"], "OUT", extra)]
+    for part in (source, *(" ".join(c) for c in commands),
                  compiler_identity(cxx, timeout_s), __version__):
         h.update(part.encode())
         h.update(b"\0")
@@ -267,10 +267,13 @@ def _build_in(directory: str, key: str, sources: list[str], cxx: str, extra: tup
 
 
 def build(sources: list[str], cache_dir: str, cxx: str, extra: tuple, forbid_compile: bool,
-          timeout_s: float, log_path: str | None = None) -> tuple[str, bool, str]:
+          timeout_s: float, log_path: str | None = None,
+          key_source: str | None = None) -> tuple[str, bool, str]:
     """sources: the translation units of one library (several are compiled
-    in parallel and linked).  Returns (library path, compiled?, key)."""
-    key = cache_key(sources, cxx, extra, timeout_s)
+    in parallel and linked); key_source: the same library as one unit, the
+    cache key (default: the units joined).  Returns (library path, compiled?, key)."""
+    key = cache_key("\n".join(sources) if key_source is None else key_source, cxx, extra,
+                    timeout_s)
     directory, why = usable_cache_dir(cache_dir)
     if why is None:
         try:

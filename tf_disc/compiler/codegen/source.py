@@ -168,13 +168,21 @@ def generate_units(func: Func, units: int) -> list[str]:
     """generate_source's code as at most `units` translation units to be
     linked into one library; unit 0 defines disc_entry.  One unit is
     generate_source itself."""
+    return generate_library(func, units)[1]
+
+
+def generate_library(func: Func, units: int) -> tuple[str, list[str]]:
+    """(generate_source's text, generate_units' units), rendered once.  The
+    first names the library (its disk-cache key): the split follows how busy
+    the CPUs are at compile time, the library must not."""
     spec = func.general is not None
     names = _SPECULATED if spec else ("disc_kernels",)
     versions = _render_versions(func)
+    single = _one_unit(func, versions)
     items = [(v, k) for v, (_, kernels, _, _) in enumerate(versions) for k in kernels]
     units = max(1, min(units, len(items), sum(len(k) for _, k in items) // MIN_UNIT_CHARS))
     if units == 1:
-        return [_one_unit(func, versions)]
+        return single, [single]
     host_size = HOST_WEIGHT * sum(len(c) + len(h) for c, _, _, h in versions)
     where = _assign([len(k) for _, k in items], units, int(host_size))
     out = []
@@ -194,4 +202,4 @@ def generate_units(func: Func, units: int) -> list[str]:
             parts += _dispatch(func) if spec else ["using namespace disc_kernels;", "",
                                                    versions[0][3]]
         out.append("\n".join(parts))
-    return out
+    return single, out
