@@ -2,20 +2,16 @@
 documented 1.5 ulp of the true exp, compiled as kernels are (same flags, a
 vectorized loop), over a dense sweep of [-86.98, 88.72], 0 below (oneDNN's
 flush) and the special values."""
-import ctypes
-import os
-import subprocess
-
 import numpy as np
 import pytest
 
 import tensorflow as tf
 
-from blade_disc_tf.compiler.build.command import compile_command
-from blade_disc_tf.compiler.codegen.prelude import PRELUDE
 from blade_disc_tf.compiler.codegen.source import generate_source
 from blade_disc_tf.compiler.frontend import lower_graph, parse_function_def
 from blade_disc_tf.compiler.passes.pipeline import run_pipeline
+
+from .prelude_loops import compile_loops, float_map
 
 _LOOP = r'''
 extern "C" __attribute__((visibility("default")))
@@ -31,33 +27,17 @@ void fast_exp_nonpos(const float* x, float* y, int64_t n) {
 
 @pytest.fixture(scope="module")
 def exp_lib(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fast_exp")
-    src, lib = os.path.join(d, "fast_exp.cc"), os.path.join(d, "fast_exp.so")
-    with open(src, "w") as f:
-        f.write(PRELUDE + _LOOP)
-    subprocess.run(compile_command(os.environ.get("CXX", "c++"), src, lib), check=True)
-    return ctypes.CDLL(lib)
-
-
-def _runner(fn):
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-
-    def run(x: np.ndarray) -> np.ndarray:
-        x = np.ascontiguousarray(x, np.float32)
-        y = np.empty_like(x)
-        fn(x.ctypes.data, y.ctypes.data, x.size)
-        return y
-    return run
+    return compile_loops(str(tmp_path_factory.mktemp("fast_exp")), "fast_exp", _LOOP)
 
 
 @pytest.fixture(scope="module")
 def fast_exp(exp_lib):
-    return _runner(exp_lib.fast_exp)
+    return float_map(exp_lib.fast_exp)
 
 
 @pytest.fixture(scope="module")
 def fast_exp_nonpos(exp_lib):
-    return _runner(exp_lib.fast_exp_nonpos)
+    return float_map(exp_lib.fast_exp_nonpos)
 
 
 def _ulp_error(got: np.ndarray, x: np.ndarray) -> np.ndarray:

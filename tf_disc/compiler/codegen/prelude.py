@@ -105,7 +105,9 @@ inline float disc_exp(float x0) {
 // exponent field 0).
 // exp(0) = 1 exactly, NaN stays NaN (it passes the clamps), x > ln(FLT_MAX)
 // gives +inf.  disc_exp_fast_core takes x already clamped to [-87, 89].
-inline float disc_exp_fast_core(float x) {
+// exp(x) = y * 2^n (y = exp(r), |r| <= ln2/2, n = rint(x / ln2) returned
+// as an int) for x in [-150, 89].
+inline float disc_exp_fast_reduced(float x, int32_t& n_int) {
   const float t = __builtin_fmaf(x, 0x1.715476p+0f, 0x1.8p23f);
   const float n = t - 0x1.8p23f;
   float r = __builtin_fmaf(n, -0x1.62e43p-1f, x);
@@ -115,10 +117,14 @@ inline float disc_exp_fast_core(float x) {
   u = __builtin_fmaf(u, r, 0x1.5558f4p-5f);
   u = __builtin_fmaf(u, r, 0x1.555492p-3f);
   u = __builtin_fmaf(u, r, 0x1.fffffcp-2f);
-  const float y = 1.0f + __builtin_fmaf(r * r, u, r);
+  n_int = disc_bits<int32_t>(t) - disc_bits<int32_t>(0x1.8p23f);
+  return 1.0f + __builtin_fmaf(r * r, u, r);
+}
+inline float disc_exp_fast_core(float x) {
+  int32_t n;
+  const float y = disc_exp_fast_reduced(x, n);
   // n in [-126, 128]: the field n - 1 + 127 is in [0, 254] (0: the scale is 0)
-  const int32_t field = disc_bits<int32_t>(t) - (disc_bits<int32_t>(0x1.8p23f) - 126);
-  return (y + y) * disc_bits<float>(uint32_t(field) << 23);
+  return (y + y) * disc_bits<float>(uint32_t(n + 126) << 23);
 }
 inline float disc_exp_fast(float x0) {
   return disc_exp_fast_core(disc_pmax(disc_pmin(x0, 89.0f), -87.0f));
@@ -319,39 +325,41 @@ inline float disc_erf(float x) {
   return disc_pmax(disc_pmin(p / q, 1.0f), -1.0f);
 }
 
-// generic_fast_erfc<float>, both branches computed and selected.
-inline float disc_erfc(float x_in) {
-  const float x = disc_pmin(disc_pmax(x_in, -11.0f), 11.0f);
-  const float x2 = x * x;
-  float s = 5.61802298761904239654541015625e-04f;
-  s = disc_madd(s, x2, -4.91381669417023658752441406250e-03f);
-  s = disc_madd(s, x2, 2.67075151205062866210937500000e-02f);
-  s = disc_madd(s, x2, -1.12800106406211853027343750000e-01f);
-  s = disc_madd(s, x2, 3.76122951507568359375000000000e-01f);
-  s = disc_madd(s, x2, -1.12837910652160644531250000000e+00f);
-  const float small = disc_madd(x, s, 1.0f);
-  // x*x = x2 + x2_lo exactly (twoprod_low by Veltkamp splitting, no FMA).
-  const float gamma = 4097.0f * x;
-  const float hi = (x - gamma) + gamma;
-  const float lo = x - hi;
-  float x2_lo = disc_madd(hi, hi, -x2);
-  x2_lo = disc_madd(hi, lo, x2_lo);
-  x2_lo = disc_madd(lo, hi, x2_lo);
-  x2_lo = disc_madd(lo, lo, x2_lo);
-  const float exp2_hi = disc_exp(-x2);
-  const float z = exp2_hi - exp2_hi * x2_lo;
-  const float q2 = 1.0f / x2;
-  float num = 1.0208116471767425537109375e-01f;
-  num = disc_madd(num, q2, 4.2920666933059692382812500e-01f);
-  num = disc_madd(num, q2, 3.2379078865051269531250000e-01f);
-  num = disc_madd(num, q2, 5.3971976041793823242187500e-02f);
-  float den = 1.7251677811145782470703125e-02f;
-  den = disc_madd(den, q2, 3.9137163758277893066406250e-01f);
-  den = disc_madd(den, q2, 1.0000000000000000000000000e+00f);
-  den = disc_madd(den, q2, 6.2173241376876831054687500e-01f);
-  den = disc_madd(den, q2, 9.5662862062454223632812500e-02f);
-  const float large = disc_madd(z, num / (x * den), x < 0.0f ? 2.0f : 0.0f);
-  return 1.0f < x2 ? large : small;
+// erfc(float), one branch for every x (TF runs Eigen's generic_fast_erfc,
+// which computes a polynomial and a rational branch, two divisions and
+// Eigen's non-FMA exp, and selects: 1.27 ns per element of GELU's
+// 0.5 x erfc(-x/sqrt2) against 0.82 here, single thread, data in L1).
+// For a = |x|: q = (a - 2)/(a + 2) maps [0, 10.05] onto [-1, 0.67], where
+// (1 + 2a) exp(a^2) erfc(a) = 1 + P(q), P a degree-9 least-squares fit
+// (float coefficients: relative error 3e-8); then erfc(a) = (1 + P) /
+// (1 + 2a) * exp(-a^2), with exp(-a^2) = exp(-s) (1 - (a^2 - s)) for s =
+// a*a rounded, and 2^n applied as two normal factors so that results down
+// to 2^-149 are gradual (erfc(10.0546875) rounds to 0, hence the clamp).
+// x < 0: 2 - erfc(-x).  Error vs float64 erfc <= 4.1 ulp over [-11, 10.05]
+// (Eigen's: 7.7), tests/compiler/test_erfc_accuracy.py; NaN stays NaN.
+inline float disc_erfc(float x) {
+  const float a = disc_pmin(__builtin_fabsf(x), 10.0546875f);
+  const float q = (a - 2.0f) / (a + 2.0f);
+  float p = -0x1.ae5c10p-12f;
+  p = __builtin_fmaf(p, q, -0x1.469a5cp-10f);
+  p = __builtin_fmaf(p, q, 0x1.591750p-10f);
+  p = __builtin_fmaf(p, q, 0x1.1b49f8p-7f);
+  p = __builtin_fmaf(p, q, -0x1.080aecp-7f);
+  p = __builtin_fmaf(p, q, -0x1.bc123cp-5f);
+  p = __builtin_fmaf(p, q, 0x1.4ffbe0p-3f);
+  p = __builtin_fmaf(p, q, -0x1.540820p-3f);
+  p = __builtin_fmaf(p, q, -0x1.7bf608p-4f);
+  p = __builtin_fmaf(p, q, 0x1.1ba03ap-2f);
+  const float w = __builtin_fmaf(p, 0.5f, 0.5f) / (a + 0.5f);
+  const float s = a * a;
+  const float lo = __builtin_fmaf(-a, a, s);   // a^2 - s, negated
+  int32_t ni;   // exp(-s) = y 2^ni, ni in [-146, 0]
+  const float y = disc_exp_fast_reduced(-s, ni);
+  const int32_t n1 = ni >> 1;
+  const float wy = w * y;
+  const float res = (__builtin_fmaf(wy, lo, wy) * disc_bits<float>(uint32_t(n1 + 127) << 23)) *
+                    disc_bits<float>(uint32_t(ni - n1 + 127) << 23);
+  return x < 0.0f ? 2.0f - res : res;
 }
 
 // generic_fast_erf<double> / generic_fast_erfc<double> (TF's double kernels;

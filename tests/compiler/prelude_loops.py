@@ -1,0 +1,36 @@
+"""The prelude (codegen/prelude.py) plus small extern "C" loops over it,
+compiled as kernels are (same flags: the loops vectorize), for the accuracy
+tests of its math functions."""
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+from typing import Callable
+
+import numpy as np
+
+from blade_disc_tf.compiler.build.command import compile_command
+from blade_disc_tf.compiler.codegen.prelude import PRELUDE
+
+
+def compile_loops(folder: str, name: str, loops: str) -> ctypes.CDLL:
+    """PRELUDE + loops (C++ source) built as folder/name.so and loaded."""
+    src, lib = os.path.join(folder, f"{name}.cc"), os.path.join(folder, f"{name}.so")
+    with open(src, "w") as f:
+        f.write(PRELUDE + loops)
+    subprocess.run(compile_command(os.environ.get("CXX", "c++"), src, lib), check=True)
+    return ctypes.CDLL(lib)
+
+
+def float_map(fn) -> Callable[[np.ndarray], np.ndarray]:
+    """numpy float32 array -> array, through a loop `void f(const float*,
+    float*, int64_t n)`."""
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+
+    def run(x: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x, np.float32)
+        y = np.empty_like(x)
+        fn(x.ctypes.data, y.ctypes.data, x.size)
+        return y
+    return run
