@@ -1,4 +1,5 @@
-"""Assembles the translation unit: prelude, constants, kernels, host.
+"""Assembles the translation unit: prelude, constants, kernels, host (the
+host at HOST_OPT, the kernels at the command line's -O3).
 
 A speculated function (passes/speculate.py) is emitted twice, each version
 in its own namespace, behind a disc_entry that checks the guard's input
