@@ -138,6 +138,29 @@ def test_pipeline_dumps(tmp_path):
         assert len(names) == len(PIPELINE) + 1
 
 
+def _breaks_types(func):
+    """A faulty pass: the first multiply claims a rank-1 result."""
+    import dataclasses
+    from blade_disc_tf.compiler.ir.core import TensorType, Value
+    ops = list(func.ops)
+    i = next(i for i, op in enumerate(ops) if op.name == "multiply")
+    r = ops[i].result
+    bad = Value(r.name, TensorType(r.dtype, ("s9",)))
+    ops[i] = dataclasses.replace(ops[i], results=[bad])
+    return dataclasses.replace(func, ops=ops)
+
+
+@pytest.mark.parametrize("verify_each,blamed", [(True, "after pass broken"),
+                                                (False, "after pass dce")])
+def test_pipeline_verifies_the_result_or_every_pass(verify_each, blamed):
+    """The result is always verified (a faulty pass cannot reach codegen);
+    verify_each (and dumping) checks every step and names the faulty one."""
+    steps = [("canonicalize", canonicalize), ("broken", _breaks_types), ("dce", dce)]
+    with pytest.raises(VerifyError, match=blamed):
+        run_pipeline(p(SNIPPET), passes=steps, verify_each=verify_each)
+    assert run_pipeline(p(SNIPPET), passes=[("canonicalize", canonicalize), ("dce", dce)]).ops
+
+
 def test_sink_broadcasts_then_single_kernel():
     from blade_disc_tf.compiler.passes.sink_broadcasts import sink_broadcasts
     f = verify(sink_broadcasts(p(SNIPPET)))

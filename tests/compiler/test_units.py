@@ -124,3 +124,29 @@ def test_unit_that_fails_fails_the_build(tmp_path):
                                                 (16, 3, 14)])
 def test_parallel_units_uses_idle_cpus(cpus, runnable, want):
     assert parallel_units(cpus, runnable) == want
+
+
+def _host_spans(source: str) -> list[tuple[int, int]]:
+    """(start, end) offsets of the host blocks (HOST_OPT pragmas) in source."""
+    begins = [i for i in range(len(source)) if source.startswith("#pragma GCC push_options", i)]
+    ends = [source.index("#pragma GCC pop_options", b) for b in begins]
+    return list(zip(begins, ends))
+
+
+@pytest.mark.parametrize("fn,specs,units", [(rows, [M], 1), (layernorm, [S3, V, V], 1),
+                                            (layernorm, [S3, V, V], 3), (mlp, [M, M, V], 2)])
+def test_host_code_alone_is_compiled_at_host_opt(fn, specs, units, tiny_units):
+    """Kernels keep -O3; disc_entry and each version's entry (and nothing
+    else) sit inside the HOST_OPT block, whose -O3 build cost a quarter of a
+    cold compile."""
+    func, _ = _func(fn, specs)
+    for source in generate_units(func, units):
+        spans = _host_spans(source)
+        inside = lambda at: any(b < at < e for b, e in spans)  # noqa: E731
+        assert f'#pragma GCC optimize("{codegen_source.HOST_OPT}")' in source or not spans
+        for m in codegen_source._KERNEL_FN.finditer(source):
+            assert not inside(m.start()), m.group(1)
+        for entry in ("disc_entry(", "entry(const DiscRuntime"):
+            for at in [i for i in range(len(source)) if source.startswith(entry, i)]:
+                assert inside(at), entry
+    assert "disc_entry(" in generate_units(func, units)[0]

@@ -1,4 +1,5 @@
-"""Assembles the translation unit: prelude, constants, kernels, host.
+"""Assembles the translation unit: prelude, constants, kernels, host (the
+host at HOST_OPT, the kernels at the command line's -O3).
 
 A speculated function (passes/speculate.py) is emitted twice, each version
 in its own namespace, behind a disc_entry that checks the guard's input
@@ -33,9 +34,22 @@ _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 # Kernel source characters per extra unit: each unit parses the prelude
 # again and the library needs a link step, which smaller splits don't repay.
 MIN_UNIT_CHARS = 20000
-# Host code compiles in about 0.6x the time per character of kernel code
-# (GCC -O3: 64 KB of host 0.56 s, 86 KB of kernels 1.12 s; decode_loop.py).
-HOST_WEIGHT = 0.6
+# Host code (at HOST_OPT) compiles in about 0.25x the CPU time per character
+# of kernel code (-O3): decode_loop.py's cluster 3.7 vs 15.9 ms/KB, BERT's
+# 4.6 vs 18.6 (object file CPU less the prelude's, medians of 3).
+HOST_WEIGHT = 0.25
+# GCC optimization level of the host code (disc_entry and each version's
+# entry): one long straight-line function of shape arithmetic and calls, whose
+# -O3 build is a quarter of a cold compile and buys nothing measurable per call;
+# kernels stay -O3.  Clang ignores GCC's pragma, so the guard keeps it quiet.
+HOST_OPT = "O1"
+_GCC_ONLY = "#if defined(__GNUC__) && !defined(__clang__)\n{}\n#endif"
+
+
+def _host_block(host: str) -> str:
+    """host code compiled at HOST_OPT (the rest of the unit keeps -O3)."""
+    begin = f'#pragma GCC push_options\n#pragma GCC optimize("{HOST_OPT}")'
+    return "\n".join([_GCC_ONLY.format(begin), host, _GCC_ONLY.format("#pragma GCC pop_options")])
 
 
 def _shape(name: str, source: str) -> str:
@@ -105,10 +119,11 @@ def _head(func: Func) -> list[str]:
 
 
 def _dispatch(func: Func) -> list[str]:
-    return [ENTRY_HEAD,
-            f"  if ({_guard(func)})",
-            "    return disc_speculated::entry(rt, inputs, num_inputs);",
-            "  return disc_general::entry(rt, inputs, num_inputs);", "}", ""]
+    return [_host_block("\n".join([
+        ENTRY_HEAD,
+        f"  if ({_guard(func)})",
+        "    return disc_speculated::entry(rt, inputs, num_inputs);",
+        "  return disc_general::entry(rt, inputs, num_inputs);", "}"])), ""]
 
 
 def _versions(func: Func) -> list[Func]:
@@ -128,10 +143,10 @@ def _one_unit(func: Func, versions: list) -> str:
     if func.general is None:
         const_src, kernels, aliases, host = versions[0]
         return "\n".join(head + ["namespace {", const_src, *kernels, *aliases, "}  // namespace",
-                                 ""] + _helper(func) + [host])
+                                 ""] + _helper(func) + [_host_block(host)])
     parts = head + _helper(func)
     for ns, (const_src, kernels, aliases, host) in zip(_SPECULATED, versions):
-        parts += [f"namespace {ns} {{", const_src, *kernels, *aliases, host,
+        parts += [f"namespace {ns} {{", const_src, *kernels, *aliases, _host_block(host),
                   f"}}  // namespace {ns}", ""]
     return "\n".join(parts + _dispatch(func))
 
@@ -194,12 +209,12 @@ def generate_library(func: Func, units: int) -> tuple[str, list[str]]:
                 others = [split_kernel(k) for (kv, k), ku in zip(items, where)
                           if kv == v and ku != 0]
                 scope = [const_src, *[s + "\n" + "\n".join(d) + "\n" for s, _, d in others],
-                         *mine, *aliases] + ([host] if spec else [])
+                         *mine, *aliases] + ([_host_block(host)] if spec else [])
             else:
                 scope = mine
             parts += [f"namespace {ns} {{", *scope, f"}}  // namespace {ns}", ""]
         if u == 0:
             parts += _dispatch(func) if spec else ["using namespace disc_kernels;", "",
-                                                   versions[0][3]]
+                                                   _host_block(versions[0][3])]
         out.append("\n".join(parts))
     return single, out

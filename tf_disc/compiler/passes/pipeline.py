@@ -1,5 +1,8 @@
-"""The pass pipeline: one named list, run in order, verified and optionally
-dumped (ir_<NN>_<pass>.mlir) after every step."""
+"""The pass pipeline: one named list, run in order, optionally dumped
+(ir_<NN>_<pass>.mlir) after every step.  The input and the result are always
+verified; every step only when dumping or asked (verify_each): the checks
+after each of the ~12 passes were a third of the pipeline's Python time, all
+of it holding the GIL on the compile thread."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,7 +13,7 @@ from typing import Callable
 from ..ir.core import Func
 from ..ir.opset import spec
 from ..ir.printer import print_func
-from ..ir.verifier import verify
+from ..ir.verifier import VerifyError, verify
 from .buffers import assign_buffers
 from .canonicalize import canonicalize
 from .cse import cse
@@ -44,17 +47,19 @@ PIPELINE: list[tuple[str, Pass]] = [
 
 
 def run_pipeline(func: Func, dump_dir: str | None = None,
-                 passes: list[tuple[str, Pass]] | None = None) -> Func:
+                 passes: list[tuple[str, Pass]] | None = None,
+                 verify_each: bool = False) -> Func:
     """The pipeline on func and, where broadcasts are unresolved, on its
     speculated copy (passes/speculate.py), which is kept (carrying the
     general version) when it needs fewer kernels: else it would only double
     the C++ to compile.  Dumps of the copy go to dump_dir/speculated."""
-    general = _run(func, dump_dir, passes)
-    copy = speculate(verify(func)) if passes is None else None
+    verify_each = verify_each or bool(dump_dir)
+    general = _run(func, dump_dir, passes, verify_each)
+    copy = speculate(func) if passes is None else None
     if copy is None:
         return general
     sub = os.path.join(dump_dir, "speculated") if dump_dir else None
-    fast = _run(copy[0], sub, passes)
+    fast = _run(copy[0], sub, passes, verify_each)
     if _launches(fast) >= _launches(general):
         log.debug("speculation: no kernel saved, general version only")
         return general
@@ -68,8 +73,11 @@ def _launches(func: Func) -> int:
                for op in func.ops)
 
 
-def _run(func: Func, dump_dir: str | None, passes: list[tuple[str, Pass]] | None) -> Func:
-    """Run passes in order; verify after each; dump when dump_dir is set."""
+def _run(func: Func, dump_dir: str | None, passes: list[tuple[str, Pass]] | None,
+         verify_each: bool) -> Func:
+    """Run passes in order, verifying the input, the result and, with
+    verify_each, every step (a VerifyError then names the pass); dump when
+    dump_dir is set."""
     def dump(i: int, name: str, f: Func) -> None:
         if dump_dir:
             os.makedirs(dump_dir, exist_ok=True)
@@ -78,8 +86,18 @@ def _run(func: Func, dump_dir: str | None, passes: list[tuple[str, Pass]] | None
 
     verify(func)
     dump(0, "input", func)
-    for i, (name, p) in enumerate(passes or PIPELINE, start=1):
-        func = verify(p(func))
+    steps = passes or PIPELINE
+    for i, (name, p) in enumerate(steps, start=1):
+        func = p(func)
+        if verify_each or i == len(steps):
+            _verify_after(name, func)
         log.debug("pass %s: %d top-level ops", name, len(func.ops))
         dump(i, name, func)
     return func
+
+
+def _verify_after(name: str, func: Func) -> None:
+    try:
+        verify(func)
+    except VerifyError as e:
+        raise VerifyError(f"after pass {name}: {e}") from e
