@@ -91,6 +91,8 @@ def test_broadcasting_a_run_time_dim_runs_with_tensorflow(disc):
     assert [v.numpy().tolist() for v in fn(np.zeros((4, 5)), np.zeros((4, 5)))] == [[], []]
     st = disc.stats()
     assert total(st, "fallbacks") == 1 and [c["compiles"] for c in cluster_stats(st)] == [1], st
+    # The refused call is a fallback, not a cache hit: only the third call hit.
+    assert total(st, "runs") == 3 and total(st, "cache_hits") == 1, st
 
 
 def test_gradient_of_a_run_time_broadcast_matches_tf(disc):
