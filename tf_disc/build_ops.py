@@ -4,7 +4,9 @@ Usage: python tf_disc/build_ops.py [--force]   or   build(force=False) -> path.
 
 Sources and extra flags come from tf_disc/sources.json (shared with a future
 Bazel build).  Translation units compile in parallel; a stamp holding a hash
-of flags + source contents lets an up-to-date library skip the rebuild.
+of flags + source contents lets an up-to-date library skip the rebuild.  Each
+unit's own stamp hashes the files its g++ depfile (-MMD) lists, so a header
+change rebuilds only the units that include it.
 """
 import argparse
 import concurrent.futures
@@ -56,23 +58,44 @@ def _deps_hash(cfg, cflags, ldflags):
     return h.hexdigest()
 
 
-def _compile(src, obj, cflags, headers_digest, force):
-    """Compiles one unit unless its object matches (flags, source, headers)."""
-    h = hashlib.sha256((headers_digest + json.dumps(cflags)).encode())
-    with open(src, "rb") as f:
-        h.update(f.read())
-    key = h.hexdigest()
-    if not force and os.path.exists(obj) and os.path.exists(obj + ".stamp"):
-        with open(obj + ".stamp") as f:
-            if f.read().strip() == key:
+def _depfile_paths(depfile: str) -> list:
+    """The prerequisites of a g++ -MMD depfile ("obj: src h1 \\\n h2")."""
+    with open(depfile) as f:
+        text = f.read().replace("\\\n", " ")
+    return sorted(set(text.split(":", 1)[1].split())) if ":" in text else []
+
+
+def _unit_key(cflags: list, depfile: str, skip: tuple):
+    """Hash of flags and every file the unit read, but those under `skip`
+    (TF's headers: the flags name the wheel); None when one is gone."""
+    h = hashlib.sha256(json.dumps(cflags).encode())
+    for path in _depfile_paths(depfile):
+        if path.startswith(skip):
+            continue
+        try:
+            with open(path, "rb") as f:
+                h.update(path.encode() + b"\0" + f.read())
+        except OSError:
+            return None
+    return h.hexdigest()
+
+
+def _compile(src: str, obj: str, cflags: list, force: bool, skip: tuple = ()) -> str:
+    """Compiles one unit unless its object matches (flags, source and the
+    headers it included last time)."""
+    dep, stamp = obj + ".d", obj + ".stamp"
+    if not force and all(os.path.exists(p) for p in (obj, dep, stamp)):
+        with open(stamp) as f:
+            if f.read().strip() == _unit_key(cflags, dep, skip):
                 return obj
-    cmd = ["g++", "-c", src, "-o", obj + ".tmp"] + cflags
+    cmd = ["g++", "-c", src, "-o", obj + ".tmp", "-MMD", "-MF", dep + ".tmp"] + cflags
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError("compiling %s failed:\n%s" % (src, proc.stderr))
+    os.replace(dep + ".tmp", dep)
     os.replace(obj + ".tmp", obj)
-    with open(obj + ".stamp", "w") as f:
-        f.write(key + "\n")
+    with open(stamp, "w") as f:
+        f.write("%s\n" % _unit_key(cflags, dep, skip))
     return obj
 
 
@@ -89,10 +112,9 @@ def build(force=False, verbose=True):
     start = time.time()
     os.makedirs(_OBJ_DIR, exist_ok=True)
     jobs = max(1, min(len(cfg["sources"]), os.cpu_count() or 2))
-    hh = hashlib.sha256()
-    for path in sorted(glob.glob(os.path.join(_HERE, "*", "*.h"))):
-        with open(path, "rb") as f:
-            hh.update(path.encode() + f.read())
+    import tensorflow as tf  # its headers: covered by the flags
+    skip = (os.path.join(os.path.realpath(tf.sysconfig.get_include()), ""),
+            os.path.join(tf.sysconfig.get_include(), ""))
     objs = []
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         futures = []
@@ -101,7 +123,7 @@ def build(force=False, verbose=True):
             # Per-source flags (sources.json "source_cflags") come last.
             flags = cflags + cfg.get("source_cflags", {}).get(src, [])
             futures.append(pool.submit(_compile, os.path.join(_HERE, src), obj,
-                                       flags, hh.hexdigest(), force))
+                                       flags, force, skip))
         objs = [f.result() for f in futures]
     tmp = _OUT + ".tmp%d" % os.getpid()
     cmd = ["g++", "-shared", "-o", tmp] + objs + ldflags

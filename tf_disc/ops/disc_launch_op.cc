@@ -2,6 +2,7 @@
 // falls back to the original function when there is none.
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -134,8 +135,8 @@ class DiscLaunchOp : public AsyncOpKernel {
     if (reason.empty()) {
       uint64_t generation;
       if (std::shared_ptr<const Executable> exe = Remembered(scratch, &generation)) {
-        stats_->RecordMemoHit(scratch, generation);
-        RunExecutable(ctx, *exe, std::move(done));
+        const uint64_t hit = stats_->RecordMemoRun(scratch, generation);
+        RunExecutable(ctx, *exe, std::move(done), hit);
         return;
       }
     }
@@ -227,8 +228,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       return true;
     }
     Remember(key, epoch, stats_generation, exe);
-    stats_->RecordCacheHit(stats_generation);
-    RunExecutable(ctx, *exe, std::move(*done));
+    RunExecutable(ctx, *exe, std::move(*done), stats_generation);
     return true;
   }
 
@@ -239,11 +239,12 @@ class DiscLaunchOp : public AsyncOpKernel {
       Fallback(ctx, std::move(done), o.fallback_reason);
       return;
     }
+    std::optional<uint64_t> hit;
     if (!o.triggered_compile) {
-      stats_->RecordCacheHit(stats_generation);
+      hit = stats_generation;
       VLOG(1) << "DiscLaunch: " << function_ << ": executable cache hit";
     }
-    RunExecutable(ctx, *o.exe, std::move(done));
+    RunExecutable(ctx, *o.exe, std::move(done), hit);
   }
 
   // Computes the cache key into *key (cleared first): input ranks plus
@@ -335,8 +336,10 @@ class DiscLaunchOp : public AsyncOpKernel {
 
   // Runs `exe`, then done(); or the original function when the executable
   // refuses these inputs (DISC_ERROR_FALLBACK: a compile-time assumption
-  // about run-time dims that they break).
-  void RunExecutable(OpKernelContext* ctx, const Executable& exe, DoneCallback done) {
+  // about run-time dims that they break).  `hit`: the stats generation of a
+  // cache hit, counted only when the executable ran (a refusal is a fallback).
+  void RunExecutable(OpKernelContext* ctx, const Executable& exe, DoneCallback done,
+                     std::optional<uint64_t> hit) {
     absl::InlinedVector<DiscBuffer, 16> buffers(ctx->num_inputs());
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       const Tensor& t = ctx->input(i);
@@ -357,6 +360,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       Fallback(ctx, std::move(done), refused);
       return;
     }
+    if (hit) stats_->RecordCacheHit(*hit);
     done();
   }
 

@@ -47,11 +47,9 @@ bool FunctionStats::CountIfCurrent(std::atomic<uint64_t>* counter, uint64_t gene
   return false;
 }
 
-void FunctionStats::RecordMemoHit(const std::string& key, uint64_t generation) {
-  // A reset between the two drops the counted run with the key; the run is
-  // then recorded again, once.
-  if (CountIfCurrent(&runs_, generation) && CountIfCurrent(&cache_hits_, generation)) return;
-  RecordCacheHit(RecordRun(key));
+uint64_t FunctionStats::RecordMemoRun(const std::string& key, uint64_t generation) {
+  if (CountIfCurrent(&runs_, generation)) return generation;
+  return RecordRun(key);  // a reset forgot the key: list it again
 }
 
 void FunctionStats::RecordCacheHit(uint64_t generation) {

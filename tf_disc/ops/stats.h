@@ -20,11 +20,13 @@ class FunctionStats {
   // kernel's memo keeps for RecordMemoHit.
   uint64_t RecordRun(const std::string& key);
   // A run of `key` that hit a kernel's memo entry recorded under
-  // `generation`: two compare-and-swaps, no lock (the steady state).  They
-  // count only while no Reset intervened (the counters carry the generation);
+  // `generation`: a compare-and-swap, no lock (the steady state).  It counts
+  // only while no Reset intervened (the counter carries the generation);
   // after one the run is recorded again under the lock, so a run counted
-  // after a reset always has its key listed.
-  void RecordMemoHit(const std::string& key, uint64_t generation);
+  // after a reset always has its key listed.  Returns the generation the run
+  // counted under, for RecordCacheHit once the executable has run (a call it
+  // refuses is a fallback, not a hit).
+  uint64_t RecordMemoRun(const std::string& key, uint64_t generation);
   // A cache hit of a run recorded under `generation`; dropped, like the run,
   // when a reset came in between (hits never outnumber runs).
   void RecordCacheHit(uint64_t generation);

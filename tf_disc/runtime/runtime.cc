@@ -129,6 +129,11 @@ void KernelRuntime::FreeTemp(void* self_ptr, void* ptr) {
   self->allocator_->DeallocateRaw(ptr);
 }
 
+// Cycles (n * cost_per_unit) below which ParallelFor runs the range on the
+// calling thread.  Generated code checks the same value before calling
+// (INLINE_COST in compiler/codegen/dispatch.py; a test keeps them equal).
+constexpr double kInlineCost = 32768;
+
 void KernelRuntime::ParallelFor(void* self_ptr, int64_t n,
                                 int64_t cost_per_unit, DiscParallelFn fn,
                                 void* closure) {
@@ -138,7 +143,7 @@ void KernelRuntime::ParallelFor(void* self_ptr, int64_t n,
   // Tiny ranges run inline: a thread hop costs more than the work.
   if (n == 1 || workers == nullptr || workers->workers == nullptr ||
       workers->num_threads <= 1 ||
-      static_cast<double>(n) * std::max<int64_t>(cost_per_unit, 1) < 20000) {
+      static_cast<double>(n) * std::max<int64_t>(cost_per_unit, 1) < kInlineCost) {
     fn(closure, 0, n);
     return;
   }

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from typing import List
 
-# Below this many cost units a kernel runs on the calling thread.
+# Below this many cycles (units x cost per unit) a kernel runs on the calling
+# thread.  The runtime's ParallelFor inlines below the same value
+# (kInlineCost in runtime/runtime.cc; tests/compiler/test_inline_threshold.py
+# keeps them equal), so generated code and runtime callers draw one line.
 INLINE_COST = 1 << 15
 
 
 def emit_launch(n: str, cost: str, fn: str, closure: str, indent: str = "      ") -> List[str]:
     """C++ lines running fn(closure, begin, end) over [0, n); n > 0 is checked
-    by the caller.  n and cost are C++ expressions (cost per unit)."""
-    return [f"{indent}if ({n} * ({cost}) < {INLINE_COST}) {fn}({closure}, 0, {n});",
+    by the caller.  n and cost are C++ expressions (cost per unit); their
+    product is taken in double, as the runtime does (no int64 overflow)."""
+    return [f"{indent}if (double({n}) * double({cost}) < {INLINE_COST}) {fn}({closure}, 0, {n});",
             f"{indent}else rt->parallel_for(rt->ctx, {n}, {cost}, {fn}, {closure});"]

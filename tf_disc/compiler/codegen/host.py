@@ -13,6 +13,8 @@ from ..ir.core import Func, Op, Value
 from ..ir.opset import spec
 from ..shapes.symbolic import is_static, parse_dim
 from .cstr import c_string
+from .dim_math import (CHECKED, INT64_MAX, checked, element_count, floordiv, overflow_fail,
+                       range_len, segment_count)
 from .conv import emit_window
 from .gemm import emit_dot, emit_dot_with_epilogue
 from .index_ops import GATHER_ERROR
@@ -48,11 +50,17 @@ class DimNames:
         if p[0] == "sym":
             raise KeyError(f"symbol {d} is not read from any input")
         if p[0] == "expr":
-            expr = _range_len(p[2]) if p[1] == "rangelen" else _input_value(p[2]) \
-                if p[1] == "val" else _segment_count(p[2]) if p[1] == "segcount" else \
-                _dim_expr(p[1], [self(x) for x in p[2]])
-            name = f"d{len(self.names)}"
-            self.lines.append(f"  const int64_t {name} = {expr};")
+            args = [] if p[1] in ("rangelen", "segcount", "val") else [self(x) for x in p[2]]
+            name = f"d{len(self.names)}"  # after the args' own locals
+            if p[1] in CHECKED:
+                self.lines += checked(name, p[1], args)
+            elif p[1] == "floordiv":
+                self.lines += floordiv(name, *args)
+            elif p[1] in ("rangelen", "segcount"):
+                self.lines += (_range_len if p[1] == "rangelen" else _segment_count)(name, p[2])
+            else:
+                expr = _input_value(p[2]) if p[1] == "val" else _dim_expr(p[1], args)
+                self.lines.append(f"  const int64_t {name} = {expr};")
             self.names[d] = name
             return name
         parts = [self(x) for x in p[1]]
@@ -66,22 +74,13 @@ class DimNames:
         return name
 
 
-def _range_len(parts: list[str]) -> str:
-    """TF Range's size from its scalar inputs (0 for a zero delta; the
-    sign checks are TF's, not repeated here)."""
+def _range_len(name: str, parts: list[str]) -> list[str]:
+    """TF Range's size from its scalar inputs i, j, k of dtype t."""
     from ..dtypes import from_tf
     i, j, k, t = (int(x) for x in parts)
-    ct = from_tf(t).ctype
-    rd = [f"*static_cast<const {ct}*>(inputs[{n}].data)" for n in (i, j, k)]
-    if from_tf(t).is_int:
-        body = (f"const int64_t s = {rd[0]}, l = {rd[1]}, d = {rd[2]}; "
-                "return d > 0 ? (l > s ? (l - s + d - 1) / d : int64_t(0)) : "
-                "d < 0 ? (s > l ? (s - l - d - 1) / -d : int64_t(0)) : int64_t(0);")
-    else:
-        body = (f"const {ct} s = {rd[0]}, l = {rd[1]}, d = {rd[2]}; "
-                f"if (d == 0 || !(d > 0 ? l > s : s > l)) return int64_t(0); "
-                "return int64_t(std::ceil(std::abs((l - s) / d)));")
-    return f"[&]() -> int64_t {{ {body} }}()"
+    dt = from_tf(t)
+    rd = [f"*static_cast<const {dt.ctype}*>(inputs[{n}].data)" for n in (i, j, k)]
+    return range_len(name, rd, "int64_t" if dt.is_int else dt.ctype, dt.is_int)
 
 
 def _input_value(parts: list[str]) -> str:
@@ -92,26 +91,18 @@ def _input_value(parts: list[str]) -> str:
     return f"int64_t(static_cast<const {from_tf(t).ctype}*>(inputs[{i}].data)[{k}])"
 
 
-def _segment_count(parts: list[str]) -> str:
+def _segment_count(name: str, parts: list[str]) -> list[str]:
     """Last element + 1 of vector input i, 0 when it is empty."""
     from ..dtypes import from_tf
     i, t = (int(x) for x in parts)
-    return (f"(inputs[{i}].dims[0] > 0 ? int64_t(static_cast<const {from_tf(t).ctype}*>("
-            f"inputs[{i}].data)[inputs[{i}].dims[0] - 1]) + 1 : int64_t(0))")
+    last = (f"int64_t(static_cast<const {from_tf(t).ctype}*>(inputs[{i}].data)"
+            f"[inputs[{i}].dims[0] - 1])")
+    return segment_count(name, last, f"inputs[{i}].dims[0]")
 
 
 def _dim_expr(fn: str, a: list[str]) -> str:
-    """C++ for a derived dim (shapes/symbolic.py EXPR_FNS)."""
-    if fn == "mul":
-        return "(" + " * ".join(a) + ")"
-    if fn == "add":
-        return "(" + " + ".join(a) + ")"
-    if fn == "sub":
-        return f"({a[0]} - {a[1]})"
-    if fn == "floordiv":  # floor division, 0 for a zero divisor
-        x, y = a
-        return (f"({y} == 0 ? int64_t(0) : ({x} / {y} - (({x} % {y} != 0) && "
-                f"(({x} < 0) != ({y} < 0)))))")
+    """C++ for a derived dim (shapes/symbolic.py EXPR_FNS) that cannot
+    overflow (the arithmetic ones are dim_math's)."""
     if fn == "ifzero":
         return f"({a[0]} == 0 ? {a[1]} : {a[2]})"
     if fn in ("max", "min"):
@@ -232,19 +223,22 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
             dims = [dn(d) for d in r.shape]
             body += dn.lines
             dn.lines = []
-            n = " * ".join(dims) or "1"
+            n = f"n_{r.name}"  # checked: a wrapped count would size the buffer wrongly
             t = r.dtype.ctype
             if where.startswith("out:"):
                 idx = int(where[4:])
-                body += [f"  {_array('od_' + r.name, dims)}",
+                body += [*element_count(n, dims), f"  {_array('od_' + r.name, dims)}",
                          f"  {t}* {r.name} = static_cast<{t}*>(rt->alloc_output(rt->ctx, {idx}, "
                          f"{len(dims)}, od_{r.name}));",
-                         f"  if (!{r.name} && ({n}) > 0) return 1;"]
+                         f"  if (!{r.name} && {n} > 0) return 1;"]
             else:
+                size = f"int64_t(sizeof({t}))"
                 temps.setdefault(op, []).extend([
-                    f"  {t}* {r.name} = ({n}) > 0 ? static_cast<{t}*>(rt->alloc_temp("
+                    *element_count(n, dims),
+                    f"  if ({n} > {INT64_MAX} / {size}) {overflow_fail('multiplying', n, size)}",
+                    f"  {t}* {r.name} = {n} > 0 ? static_cast<{t}*>(rt->alloc_temp("
                     f"rt->ctx, size_t({n}) * sizeof({t}))) : nullptr;",
-                    f"  if (!{r.name} && ({n}) > 0) return 1;"])
+                    f"  if (!{r.name} && {n} > 0) return 1;"])
             ptr[r] = r.name
     dots: dict[str, tuple[int, Op]] = {}  # dots that wait for their epilogue kernel
     for k, op in enumerate(func.ops):

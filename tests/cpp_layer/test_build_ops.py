@@ -1,0 +1,42 @@
+"""build_ops' per-unit staleness: a header change rebuilds only the units
+whose g++ depfile lists it (not every unit, as a hash of all headers did)."""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+from tf_disc import build_ops  # noqa: E402
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def test_header_change_rebuilds_only_its_dependents(tmp_path):
+    d = str(tmp_path)
+    _write(os.path.join(d, "a.h"), "inline int a() { return 1; }\n")
+    _write(os.path.join(d, "b.h"), "inline int b() { return 2; }\n")
+    _write(os.path.join(d, "x.cc"), '#include "a.h"\nint x() { return a(); }\n')
+    _write(os.path.join(d, "y.cc"), '#include "b.h"\nint y() { return b(); }\n')
+    flags = ["-I" + d, "-O0"]
+
+    def build_all():
+        """Compiles both units; returns the set rebuilt (a new object inode)."""
+        before = {u: os.stat(os.path.join(d, u + ".o")).st_ino
+                  for u in "xy" if os.path.exists(os.path.join(d, u + ".o"))}
+        for u in "xy":
+            build_ops._compile(os.path.join(d, u + ".cc"), os.path.join(d, u + ".o"),
+                               flags, force=False)
+        return {u for u in "xy" if before.get(u) != os.stat(os.path.join(d, u + ".o")).st_ino}
+
+    assert build_all() == {"x", "y"}
+    assert build_all() == set()
+    _write(os.path.join(d, "b.h"), "inline int b() { return 3; }\n")
+    assert build_all() == {"y"}
+    _write(os.path.join(d, "x.cc"), '#include "a.h"\nint x() { return a() + 1; }\n')
+    assert build_all() == {"x"}
+    flags.append("-DCHANGED")
+    assert build_all() == {"x", "y"}
+    os.remove(os.path.join(d, "y.o.d"))  # no depfile: rebuilt
+    assert build_all() == {"y"}
