@@ -60,14 +60,18 @@ inline Packet Finish(const BlockEpilogue& e, int p, Packet v) {
 // out[r * ldo + p * kPacket] (+)= sum over kk < len of
 //   a[pix[r] + aoff[kk]] * f[kk * ldf + p * kPacket]
 // (pix[r]: offset of output pixel r's window origin in a; aoff: the
-// chunk's patch offsets), then the epilogue when `epi` is given; `next`
-// (or null): rows to prefetch into L2, ldf apart, one per kk.  One flat
+// chunk's patch offsets), then the epilogue when `epi` is given.  kMode:
+// kInit (out not read), kAccumulate, or kPrefetch (kAccumulate, and row kk
+// of `next`, ldf apart, prefetched into L2 at step kk: an instantiation of
+// its own keeps the other tiles' loop free of the prefetches).  One flat
 // loop over the chunk keeps the accumulators in registers throughout
 // (a loop per filter row spilled all 24 of them at every row).
-template <int R, int NP, bool kInit>
+enum TileMode { kInit, kAccumulate, kPrefetch };
+
+template <int R, int NP, int kMode>
 void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, const float* f,
           int64_t ldf, float* out, int64_t ldo, const BlockEpilogue* epi, const float* next) {
-  if (kInit) {  // the next tile's output lines, first written by it: their
+  if (kMode == kInit) {  // the next tile's output lines, first written by it: their
                 // misses overlap this tile's work instead of stalling its stores
     for (int r = 0; r < R; ++r)
       for (int p = 0; p < NP; ++p) __builtin_prefetch(out + (R + r) * ldo + p * kPacket, 1, 3);
@@ -75,16 +79,14 @@ void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, 
   Packet acc[R][NP];
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < NP; ++p)
-      acc[r][p] = kInit ? ei::pset1<Packet>(0.f) : ei::ploadu<Packet>(out + r * ldo + p * kPacket);
+      acc[r][p] = kMode == kInit ? ei::pset1<Packet>(0.f)
+                                 : ei::ploadu<Packet>(out + r * ldo + p * kPacket);
   const float* ar[R];
   for (int r = 0; r < R; ++r) ar[r] = a + pix[r];
-  // Without `next` the prefetches re-touch f's first row: a branch in
-  // the loop made GCC spill the accumulators (2x slower).
-  const float* pf = next != nullptr ? next : f;
-  const int64_t pf_step = next != nullptr ? ldf : 0;
   for (int64_t kk = 0; kk < len; ++kk) {
     const int64_t o = aoff[kk];
-    for (int p = 0; p < NP; ++p) __builtin_prefetch(pf + kk * pf_step + p * kPacket, 0, 2);
+    if (kMode == kPrefetch)
+      for (int p = 0; p < NP; ++p) __builtin_prefetch(next + kk * ldf + p * kPacket, 0, 2);
     Packet fv[NP];
     for (int p = 0; p < NP; ++p) fv[p] = ei::ploadu<Packet>(f + kk * ldf + p * kPacket);
     for (int r = 0; r < R; ++r) {
@@ -103,29 +105,31 @@ void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, 
 using TileFn = void (*)(const float*, const int64_t*, const int64_t*, int64_t, const float*,
                         int64_t, float*, int64_t, const BlockEpilogue*, const float*);
 
-template <int R, bool kInit>
+template <int R, int kMode>
 constexpr TileFn TileFor(int np) {
-  return np == 1   ? &Tile<R, 1, kInit>
-         : np == 2 ? &Tile<R, 2, kInit>
-         : np == 3 ? &Tile<R, 3, kInit>
-                   : &Tile<R, 4, kInit>;
+  return np == 1   ? &Tile<R, 1, kMode>
+         : np == 2 ? &Tile<R, 2, kMode>
+         : np == 3 ? &Tile<R, 3, kMode>
+                   : &Tile<R, 4, kMode>;
 }
 
-template <bool kInit>
-TileFn PickInit(int rows, int np) {
+template <int kMode>
+TileFn PickMode(int rows, int np) {
   static_assert(kRows <= 6 && kPackets == 4, "Pick covers 1..6 rows x 1..4 packets");
   switch (rows) {
-    case 1: return TileFor<1, kInit>(np);
-    case 2: return TileFor<2, kInit>(np);
-    case 3: return TileFor<3, kInit>(np);
-    case 4: return TileFor<4, kInit>(np);
-    case 5: return TileFor<5, kInit>(np);
-    default: return TileFor<6, kInit>(np);
+    case 1: return TileFor<1, kMode>(np);
+    case 2: return TileFor<2, kMode>(np);
+    case 3: return TileFor<3, kMode>(np);
+    case 4: return TileFor<4, kMode>(np);
+    case 5: return TileFor<5, kMode>(np);
+    default: return TileFor<6, kMode>(np);
   }
 }
 
-TileFn Pick(int rows, int np, bool init) {
-  return init ? PickInit<true>(rows, np) : PickInit<false>(rows, np);
+TileFn Pick(int rows, int np, TileMode mode) {
+  return mode == kInit         ? PickMode<kInit>(rows, np)
+         : mode == kAccumulate ? PickMode<kAccumulate>(rows, np)
+                               : PickMode<kPrefetch>(rows, np);
 }
 
 // Offset of patch element kk = (i * k_w + j) * in_c + ci from the window
@@ -418,15 +422,16 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
         // block's rows are ocp floats apart, 2 KiB at 512 channels, too few
         // per page for the hardware prefetchers, so where the filter is not
         // L2-resident (3x3 512->512: 1.2 MB per block) each chunk's first
-        // tile waited on L3 for every row.
+        // tile waited on L3 for every row.  (Contiguous rows, ocp <= 64,
+        // the hardware prefetchers follow.)
         const int64_t k1 = (ch + 1) * k / chunks;
-        const float* next =
-            ch + 1 < chunks && k1 + len <= k ? filt + k1 * ocp + c0 : nullptr;
+        const bool fetch = ch > 0 && ch + 1 < chunks && k1 + len <= k && ocp > kBlock;
         const int64_t tiles = CeilDiv(np_, kRows);
         for (int64_t ti = 0, q = 0; ti < tiles; ++ti) {
           const int rows = static_cast<int>((ti + 1) * np_ / tiles - ti * np_ / tiles);
-          Pick(rows, np, ch == 0)(src, pix + q, aoff.data() + k0, len, filt + k0 * ocp + c0, ocp,
-                                  dst + q * ldo, ldo, last, q == 0 ? next : nullptr);
+          const TileMode mode = ch == 0 ? kInit : fetch && ti == 0 ? kPrefetch : kAccumulate;
+          Pick(rows, np, mode)(src, pix + q, aoff.data() + k0, len, filt + k0 * ocp + c0, ocp,
+                               dst + q * ldo, ldo, last, fetch ? filt + k1 * ocp + c0 : nullptr);
           q += rows;
         }
       }
