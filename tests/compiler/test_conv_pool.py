@@ -90,11 +90,14 @@ def test_fused_conv_bias_relu_and_batch_norm(disc):
 @pytest.mark.parametrize("padding,k,strides,dil,cin,cout", [
     ("SAME", (3, 3), 1, 1, 8, 64), ("SAME", (7, 7), 2, 1, 3, 70), ("VALID", (3, 2), 2, 1, 5, 16),
     ([[0, 0], [1, 2], [0, 3], [0, 0]], (3, 3), 1, 1, 4, 21), ("SAME", (3, 3), 1, (1, 2), 6, 33),
-    ("VALID", (1, 1), 2, 1, 7, 130), ("SAME", (1, 1), 1, 1, 9, 48)])
+    ("VALID", (1, 1), 2, 1, 7, 130), ("SAME", (1, 1), 1, 1, 9, 48),
+    ("SAME", (3, 3), 1, 1, 40, 100)])
 def test_conv2d_direct_and_gemm_paths(disc, path, padding, k, strides, dil, cin, cout):
     """The direct kernel (runtime/conv_direct.cc) and the im2col GEMM, each
     forced by DISC_CONV_DIRECT, on outputs wide enough for full register
-    tiles plus ragged pixel and channel tails."""
+    tiles plus ragged pixel and channel tails (40->100: a filter larger
+    than the input, so the channel-block-major task order, over several
+    pixel runs and a partial block)."""
     def fn(x, f):
         return tf.nn.conv2d(x, f, strides, padding, dilations=dil)
     images = [(1, 19, 23), (2, 14, 9), (1, 5, 31), (3, 8, 8)]
@@ -166,6 +169,17 @@ def test_bias_relu_is_the_window_epilogue(disc, tmp_path):
     _close(fn(x, f, b), tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b)), 1e-4)
     sources = "".join(p.read_text() for p in tmp_path.rglob("*.cc"))
     assert "w.activation = DISC_ACT_RELU;" in sources and "w.shift = " in sources
+
+
+@pytest.mark.parametrize("act", [tf.nn.relu, tf.nn.relu6])
+def test_depthwise_epilogue_on_registers(disc, act):
+    """Depthwise + bias (+ activation) with 86 channels: the epilogue applied
+    on the 4-packet and 1-packet register blocks and on the scalar tail."""
+    def fn(x, f, b):
+        return act(tf.nn.bias_add(tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], "SAME"), b))
+    cases = [[_rand((n, h, w, 86), i), _rand((3, 3, 86, 1), 10 + i), _rand((86,), 20 + i)]
+             for i, (n, h, w) in enumerate([(1, 9, 13), (2, 6, 5), (1, 1, 3)])]
+    _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases)
 
 
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])
