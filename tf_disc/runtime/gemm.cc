@@ -191,17 +191,18 @@ bool Skinny(const GemmArgs& g) {
          g.n >= kTileCols;
 }
 
-// Float products with a transposed B (attention scores Q K^T, the tied LM
-// head x E^T) run the packed AVX-512 kernel (gemm_packed.h): Eigen's packing
-// of a transposed B cost it 3x TF's time on the LM head.  With row-major B
-// (projections, FFN, attention context) Eigen measured as fast or faster on
-// BERT workload B's shapes (benchmarks/gemm_vs_tf.py --shapes bert-b), so
-// those stay with it.  DISC_GEMM_PACKED (an A/B switch): 0 keeps Eigen for
-// all, 1 sends every such float product to the packed kernel.
+// Short float products (m <= 128) with a transposed B (the tied LM head
+// x E^T, attention scores Q K^T of short sequences) run the packed AVX-512
+// kernel (gemm_packed.h): Eigen's packing of a transposed B cost it 3-4x
+// TF's time on the LM head, and the kernel took 0.6-0.95x Eigen's time on
+// scores up to 128 rows, 1.0-1.4x above (benchmarks/gemm_vs_tf.py --shapes
+// bert-b); with row-major B (projections, FFN, context) Eigen measured as
+// fast or faster, so those stay with it.  DISC_GEMM_PACKED (an A/B switch):
+// 0 keeps Eigen for all, 1 sends every non-skinny float product to the kernel.
 bool Packed(const GemmArgs& g) {
   if (g.dtype != DISC_DTYPE_FLOAT || !PackedGemmAvailable()) return false;
   const char mode = RuntimeSwitchValue(RuntimeSwitch::kGemmPacked);
-  return mode == '1' || (mode != '0' && g.trans_b);
+  return mode == '1' || (mode != '0' && g.trans_b && g.m <= kSkinnyMaxRows);
 }
 
 // One task per (batch entry, column tile); the columns past the last full
