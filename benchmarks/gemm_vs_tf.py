@@ -152,7 +152,8 @@ def run_shapes(name: str, repeats: int) -> None:
     print_table(f"workload {name} GEMM shapes, {repeats} repeats (medians; disc/tf = time ratio)",
                 rows)
     agg_rows = [{"kind": k, "tf_s/pass": v[0], "disc_s/pass": v[1], "eigen_s/pass": v[2],
-                 "disc/tf": v[1] / v[0], "eigen/tf": v[2] / v[0]} for k, v in sorted(totals.items())]
+                 "disc/tf": v[1] / v[0], "eigen/tf": v[2] / v[0]}
+                for k, v in sorted(totals.items())]
     print_table("time-weighted aggregate (sum of calls x median per workload pass)", agg_rows)
 
 

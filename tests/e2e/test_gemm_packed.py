@@ -35,7 +35,8 @@ def _matmul(transpose_a, transpose_b):
     return f
 
 
-@pytest.mark.parametrize("transpose_a,transpose_b", list(itertools.product([False, True], repeat=2)))
+@pytest.mark.parametrize("transpose_a,transpose_b",
+                         list(itertools.product([False, True], repeat=2)))
 def test_packed_matches_numpy(disc, transpose_a, transpose_b):
     f = _matmul(transpose_a, transpose_b)
     # every product on the kernel (by default only transposed B), short ones too

@@ -1,8 +1,8 @@
 // fp32 GEMM with BLIS-style packing and an AVX-512 register-tiled
-// microkernel (gemm_packed.cc), behind RunGemm (gemm.cc) for float products
-// with a transposed B, whose packing Eigen does slowly (the LM head x E^T
-// took Eigen 3-4x TF's time).  A 14 x 32 tile of C lives in 28 zmm
-// accumulators; B is packed in 384 x 192 blocks (L2), A in 14-row
+// microkernel (gemm_packed.cc), behind RunGemm (gemm.cc) for short float
+// products (m <= 128) with a transposed B, whose packing Eigen does slowly
+// (the LM head x E^T took Eigen 3-4x TF's time).  A 14 x 32 tile of C lives
+// in 28 zmm accumulators; B is packed in 384 x 192 blocks (L2), A in 14-row
 // micro-panels (L1), transposed operands through in-register 16 x 16
 // transposes.
 #ifndef TF_DISC_RUNTIME_GEMM_PACKED_H_
