@@ -11,10 +11,19 @@ DISC_GEMM_EPILOGUE=0 (the epilogue as a second pass over C, as before).
 
     python benchmarks/gemm_vs_tf.py [--repeats 15] [--tokens 1024] [--batch 8]
     python benchmarks/gemm_vs_tf.py --tokens 36 --batch 1   # batch-1 request
+    python benchmarks/gemm_vs_tf.py --shapes bert-b --repeats 5   # workload B's shapes
+
+--shapes bert-b times every distinct GEMM of benchmarks/bert_dynamic.py's
+workload B (its (batch, seq) requests: projections, FFN, attention scores and
+context, the LM head), per shape, and a time-weighted aggregate (each shape's
+median times its number of calls per workload pass); eigen = ours with
+DISC_GEMM_PACKED=0 (Eigen's gebp instead of the packed AVX-512 kernel).
 """
 import argparse
+import collections
 import os
 import time
+from typing import Callable, Dict, List, Tuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -61,12 +70,102 @@ def epilogue_cases(tokens: int):
     ]
 
 
+def workload_shapes(name: str, layers: int = 4) -> Dict[Tuple[str, tuple, tuple], int]:
+    """{(kind, A's shape, B's shape): calls per pass} for bert_dynamic.py's
+    workload `name`: per layer three [T,768]x[768,768] projections plus the
+    output one, FFN up and down, attention scores and context; one LM head
+    ([B,768]x[vocab,768]^T) per request."""
+    from bert_dynamic import workload
+    from models.transformer import Config
+
+    config = Config(layers=layers)
+    h, f, heads = config.hidden, config.ffn, config.heads
+    d = h // heads
+    counts: Dict[Tuple[str, tuple, tuple], int] = collections.Counter()
+    for ids, _ in workload(name, config.vocab, quick=False):
+        b, s = ids.shape
+        t = b * s
+        counts[("proj", (t, h), (h, h))] += 4 * layers
+        counts[("ffn_up", (t, h), (h, f))] += layers
+        counts[("ffn_down", (t, f), (f, h))] += layers
+        counts[("scores", (b, heads, s, d), (b, heads, s, d))] += layers
+        counts[("context", (b, heads, s, s), (b, heads, s, d))] += layers
+        counts[("lm_head", (b, h), (config.vocab, h))] += 1
+    return counts
+
+
+KIND_FNS: Dict[str, Callable] = {
+    "proj": lambda a, b: tf.matmul(a, b), "ffn_up": lambda a, b: tf.matmul(a, b),
+    "ffn_down": lambda a, b: tf.matmul(a, b), "context": lambda a, b: tf.matmul(a, b),
+    "scores": lambda a, b: tf.matmul(a, b, transpose_b=True),
+    "lm_head": lambda a, b: tf.matmul(a, b, transpose_b=True),
+}
+
+
+def run_shapes(name: str, repeats: int) -> None:
+    """Per-shape medians (tf, ours, ours with DISC_GEMM_PACKED=0 = Eigen;
+    interleaved) over workload `name`'s distinct GEMMs and the time-weighted
+    aggregate ratios per kind and overall."""
+    counts = workload_shapes(name)
+    rng = np.random.default_rng(0)
+    stock, rank = {}, {}
+    for kind, sa, _ in counts:
+        rank[kind] = len(sa)
+    for kind, r in rank.items():  # one dynamic-shape function per kind
+        sig = [tf.TensorSpec([None] * r, tf.float32)] * 2
+        stock[kind] = tf.function(KIND_FNS[kind], input_signature=sig)
+    # traced and optimized before disc is enabled
+    inputs = {}
+    for key in counts:
+        kind, sa, sb = key
+        inputs[key] = [tf.constant(rng.standard_normal(s).astype(np.float32)) for s in (sa, sb)]
+        stock[kind](*inputs[key])
+
+    import blade_disc_tf as disc
+    disc.enable(min_cluster_size=1)
+    ours = {kind: tf.function(KIND_FNS[kind], input_signature=[tf.TensorSpec([None] * r,
+                                                                             tf.float32)] * 2)
+            for kind, r in rank.items()}
+    rows: List[Dict[str, object]] = []
+    totals: Dict[str, List[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
+    for key in sorted(counts, key=lambda k: (k[0], k[1])):
+        kind, sa, sb = key
+        xs = inputs[key]
+        got, want = ours[kind](*xs).numpy(), stock[kind](*xs).numpy()
+        err = float(np.abs(got - want).max() / max(1.0, np.abs(want).max()))
+        flops = 2.0 * np.prod(got.shape) * sa[-1]
+        inner = max(1, min(10, int(2e8 / flops)))
+        med = interleaved_medians(
+            {"tf": lambda: stock[kind](*xs), "disc": lambda: ours[kind](*xs),
+             "eigen": _with_env("DISC_GEMM_PACKED", "0", lambda: ours[kind](*xs))},
+            repeats, inner=inner)
+        for agg in (kind, "ALL"):
+            for i, mode in enumerate(("tf", "disc", "eigen")):
+                totals[agg][i] += counts[key] * med[mode]
+        rows.append({"kind": kind, "A": "x".join(map(str, sa)), "B": "x".join(map(str, sb)),
+                     "calls": counts[key], "tf_ms": med["tf"] * 1e3, "disc_ms": med["disc"] * 1e3,
+                     "tf_GF/s": flops / med["tf"] / 1e9, "disc_GF/s": flops / med["disc"] / 1e9,
+                     "disc/tf": med["disc"] / med["tf"], "eigen/tf": med["eigen"] / med["tf"],
+                     "max_rel_err": err})
+        print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in rows[-1].items()), flush=True)
+    print_table(f"workload {name} GEMM shapes, {repeats} repeats (medians; disc/tf = time ratio)",
+                rows)
+    agg_rows = [{"kind": k, "tf_s/pass": v[0], "disc_s/pass": v[1], "eigen_s/pass": v[2],
+                 "disc/tf": v[1] / v[0], "eigen/tf": v[2] / v[0]}
+                for k, v in sorted(totals.items())]
+    print_table("time-weighted aggregate (sum of calls x median per workload pass)", agg_rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--tokens", type=int, default=1024, help="B*S")
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--shapes", default="", help="bert-b / bert-c: the workload's GEMM shapes")
     args = parser.parse_args()
+    if args.shapes:
+        return run_shapes(args.shapes.split("-")[-1].upper(), args.repeats)
     rng = np.random.default_rng(0)
     specs = []
     all_cases = [(name, fn, [sa, sb]) for name, fn, sa, sb in cases(args.tokens, args.batch)]

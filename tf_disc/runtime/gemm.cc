@@ -11,6 +11,7 @@
 
 #include "tf_disc/runtime/disc_abi.h"
 #include "tf_disc/runtime/gemm_bf16.h"
+#include "tf_disc/runtime/gemm_packed.h"
 #include "tf_disc/runtime/switches.h"
 
 namespace tf_disc {
@@ -49,25 +50,12 @@ void Block(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0, int
   }
 }
 
-// The epilogue (if any) on C[r0:r1, c0:c1] of batch b, just computed: one
-// call per row piece, or one for all rows when they are contiguous.
-void Epilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  if (g.epilogue == nullptr || r0 >= r1 || c0 >= c1) return;
-  const int64_t base = g.epilogue_offset + b * g.stride_c;
-  if (c0 == 0 && c1 == g.n && g.ldc == g.n) {
-    return g.epilogue(g.epilogue_closure, base + r0 * g.n, base + r1 * g.n);
-  }
-  for (int64_t r = r0; r < r1; ++r) {
-    g.epilogue(g.epilogue_closure, base + r * g.ldc + c0, base + r * g.ldc + c1);
-  }
-}
-
 // Block, then its epilogue while the block is in cache.
 template <typename T>
 void BlockWithEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0,
                        int64_t c1) {
   Block<T>(g, b, r0, r1, c0, c1);
-  Epilogue(g, b, r0, r1, c0, c1);
+  GemmEpilogue(g, b, r0, r1, c0, c1);
 }
 
 template <typename T>
@@ -75,7 +63,7 @@ void Zero(const GemmArgs& g) {
   for (int64_t b = 0; b < g.batch; ++b) {
     T* c = static_cast<T*>(g.c) + b * g.stride_c;
     for (int64_t i = 0; i < g.m; ++i) std::fill(c + i * g.ldc, c + i * g.ldc + g.n, T(0));
-    Epilogue(g, b, 0, g.m, 0, g.n);
+    GemmEpilogue(g, b, 0, g.m, 0, g.n);
   }
 }
 
@@ -190,7 +178,7 @@ void SkinnyColumns(const GemmArgs& g, int64_t bi, int64_t t0, int64_t t1) {
       } else {
         SkinnyRows<false>(g, a, b, c, r, g.m - r, c0, k0, k1, pf);
       }
-      if (k1 == g.k) Epilogue(g, bi, 0, g.m, c0, c0 + kTileCols);
+      if (k1 == g.k) GemmEpilogue(g, bi, 0, g.m, c0, c0 + kTileCols);
     }
   }
 }
@@ -201,6 +189,20 @@ bool Skinny(const GemmArgs& g) {
   if (RuntimeSwitchValue(RuntimeSwitch::kGemmSkinny) == '0') return false;
   return g.dtype == DISC_DTYPE_FLOAT && !g.trans_b && g.m <= kSkinnyMaxRows &&
          g.n >= kTileCols;
+}
+
+// Short float products (m <= 128) with a transposed B (the tied LM head
+// x E^T, attention scores Q K^T of short sequences) run the packed AVX-512
+// kernel (gemm_packed.h): Eigen's packing of a transposed B cost it 3-4x
+// TF's time on the LM head, and the kernel took 0.6-0.95x Eigen's time on
+// scores up to 128 rows, 1.0-1.4x above (benchmarks/gemm_vs_tf.py --shapes
+// bert-b); with row-major B (projections, FFN, context) Eigen measured as
+// fast or faster, so those stay with it.  DISC_GEMM_PACKED (an A/B switch):
+// 0 keeps Eigen for all, 1 sends every non-skinny float product to the kernel.
+bool Packed(const GemmArgs& g) {
+  if (g.dtype != DISC_DTYPE_FLOAT || !PackedGemmAvailable()) return false;
+  const char mode = RuntimeSwitchValue(RuntimeSwitch::kGemmPacked);
+  return mode == '1' || (mode != '0' && g.trans_b && g.m <= kSkinnyMaxRows);
 }
 
 // One task per (batch entry, column tile); the columns past the last full
@@ -237,7 +239,7 @@ void EpiloguePass(const GemmArgs& g, int num_threads, const GemmParallelFor& par
   if (g.epilogue == nullptr) return;
   const int64_t rows = g.batch * g.m;
   auto pass = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) Epilogue(g, r / g.m, r % g.m, r % g.m + 1, 0, g.n);
+    for (int64_t r = r0; r < r1; ++r) GemmEpilogue(g, r / g.m, r % g.m, r % g.m + 1, 0, g.n);
   };
   if (num_threads <= 1 || rows * g.n < 16384) return pass(0, rows);
   parallel_for(rows, g.n * 4 + 1, pass);
@@ -264,6 +266,7 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
   if (g.k == 0) return Zero<T>(g);
   const double flops = 2.0 * g.batch * g.m * g.n * g.k;
   if (Skinny(g)) return RunSkinny(g, flops < 4e5 ? 1 : num_threads, parallel_for);
+  if (Packed(g)) return RunPackedGemm(g, num_threads, parallel_for);
   // Small problems: one thread hop costs more than the work.
   if (num_threads <= 1 || flops < 4e5) {
     for (int64_t b = 0; b < g.batch; ++b) BlockWithEpilogue<T>(g, b, 0, g.m, 0, g.n);
@@ -277,7 +280,7 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
       Contract<T>(g, pool, num_threads, b);
       if (g.epilogue != nullptr) {  // row blocks of the (dense) result, on the pool
         parallel_for(g.m, g.n * 4 + 1, [&](int64_t r0, int64_t r1) {
-          Epilogue(g, b, r0, r1, 0, g.n);
+          GemmEpilogue(g, b, r0, r1, 0, g.n);
         });
       }
     }
@@ -316,6 +319,18 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
 }
 
 }  // namespace
+
+// One call per row piece, or one for all rows when they are contiguous.
+void GemmEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (g.epilogue == nullptr || r0 >= r1 || c0 >= c1) return;
+  const int64_t base = g.epilogue_offset + b * g.stride_c;
+  if (c0 == 0 && c1 == g.n && g.ldc == g.n) {
+    return g.epilogue(g.epilogue_closure, base + r0 * g.n, base + r1 * g.n);
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    g.epilogue(g.epilogue_closure, base + r * g.ldc + c0, base + r * g.ldc + c1);
+  }
+}
 
 bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
              const GemmParallelFor& parallel_for, std::string* error) {

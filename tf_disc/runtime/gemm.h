@@ -7,11 +7,13 @@
 // work is cut into independent blocks (batches, row and column panels) that
 // the caller's parallel-for runs on TF's intra-op pool, each block being a
 // single-threaded Eigen GEMM; large dense products instead run Eigen's
-// tensor contraction on the same pool.  Skinny float products (m <= 128,
-// row-major B) skip Eigen's per-call packing of B: a register-tiled kernel
-// streams B, one task per 64-column tile.  An epilogue (bias, activation,
-// residual: a generated elementwise kernel) runs on each tile or block of C
-// right after it is computed, instead of in a second pass over C.
+// tensor contraction on the same pool.  Short float products (m <= 128) with
+// a transposed B run the packed AVX-512 kernel of gemm_packed.h instead.
+// Skinny float products (m <= 128, row-major B) skip Eigen's per-call
+// packing of B: a register-tiled kernel streams B, one task per 64-column
+// tile.  An epilogue (bias, activation, residual: a generated elementwise
+// kernel) runs on each tile or block of C right after it is computed,
+// instead of in a second pass over C.
 #ifndef TF_DISC_RUNTIME_GEMM_H_
 #define TF_DISC_RUNTIME_GEMM_H_
 
@@ -43,6 +45,9 @@ struct GemmArgs {
 // parallel_for(num_blocks, cost_per_block_in_cycles, fn(begin, end)).
 using GemmParallelFor =
     std::function<void(int64_t, int64_t, const std::function<void(int64_t, int64_t)>&)>;
+
+// The epilogue (if any) on C[r0:r1, c0:c1] of batch entry b, just computed.
+void GemmEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 
 // Runs the GEMM (and its epilogue); false with *error set for an unsupported dtype or bad
 // arguments (nothing written then).  eigen_pool (an Eigen::ThreadPoolInterface*,

@@ -1,0 +1,226 @@
+#include "tf_disc/runtime/gemm_packed.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+namespace tf_disc {
+
+#ifdef __AVX512F__
+namespace {
+
+constexpr int kMr = 14;         // rows of the register tile: 14 x 2 zmm accumulators
+constexpr int kNr = 32;         // columns of the register tile (2 zmm)
+constexpr int kAp = 16;         // floats per k in a packed A micro-panel (kMr used)
+constexpr int64_t kKc = 384;    // k per packed block: a packed A micro-panel is 24 KiB (L1)
+constexpr int64_t kNc = 192;    // columns per task: a packed B block is <= 288 KiB (L2);
+                                // 768 = 4 blocks, an even split on 2 threads
+constexpr int64_t kMinRows = 28;  // rows per task at least (two register tiles)
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A 64-byte aligned per-thread buffer (0: packed B, 1: packed A), grown on demand.
+float* Scratch(int which, int64_t floats) {
+  struct Buf {
+    float* p = nullptr;
+    int64_t n = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf bufs[2];
+  Buf& b = bufs[which];
+  if (b.n < floats) {
+    std::free(b.p);
+    b.n = CeilDiv(floats, 16) * 16;
+    b.p = static_cast<float*>(std::aligned_alloc(64, b.n * sizeof(float)));
+  }
+  return b.p;
+}
+
+__mmask16 TailMask(int64_t cols) {  // the first min(cols, 16) lanes (cols may be <= 0)
+  return cols >= 16 ? __mmask16(0xFFFF) : cols <= 0 ? __mmask16(0) : __mmask16((1u << cols) - 1);
+}
+
+// In-register transpose: r[t] becomes column t of the 16 x 16 block r.
+void Transpose16(__m512 r[16]) {
+  __m512 a[16], b[16];
+  for (int i = 0; i < 8; ++i) {
+    a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // b[4i + e], lane l: rows 4i..4i+3, element 4l + e
+    b[4 * i] = _mm512_shuffle_ps(a[4 * i], a[4 * i + 2], 0x44);
+    b[4 * i + 1] = _mm512_shuffle_ps(a[4 * i], a[4 * i + 2], 0xEE);
+    b[4 * i + 2] = _mm512_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0x44);
+    b[4 * i + 3] = _mm512_shuffle_ps(a[4 * i + 1], a[4 * i + 3], 0xEE);
+  }
+  for (int e = 0; e < 4; ++e) {
+    const __m512 u0 = _mm512_shuffle_f32x4(b[e], b[4 + e], 0x88);
+    const __m512 u1 = _mm512_shuffle_f32x4(b[e], b[4 + e], 0xDD);
+    const __m512 u2 = _mm512_shuffle_f32x4(b[8 + e], b[12 + e], 0x88);
+    const __m512 u3 = _mm512_shuffle_f32x4(b[8 + e], b[12 + e], 0xDD);
+    r[e] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+    r[4 + e] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+    r[8 + e] = _mm512_shuffle_f32x4(u0, u2, 0xDD);
+    r[12 + e] = _mm512_shuffle_f32x4(u1, u3, 0xDD);
+  }
+}
+
+// A kc x (16 * halves) panel (row-major) from w (<= 16 * halves) rows of
+// src (src[j * ld + kk]), zero columns from w on.
+void PackTransposed(const float* src, int64_t ld, int64_t kc, int64_t w, int halves, float* dst) {
+  __m512 r[16];
+  const int64_t width = 16 * halves;
+  for (int half = 0; half < halves; ++half) {
+    for (int64_t kk = 0; kk < kc; kk += 16) {
+      const int64_t nk = std::min<int64_t>(16, kc - kk);
+      const __mmask16 km = TailMask(nk);
+      for (int j = 0; j < 16; ++j) {
+        const int64_t col = half * 16 + j;
+        r[j] = col < w ? _mm512_maskz_loadu_ps(km, src + col * ld + kk) : _mm512_setzero_ps();
+      }
+      Transpose16(r);
+      for (int t = 0; t < nk; ++t) _mm512_store_ps(dst + (kk + t) * width + half * 16, r[t]);
+    }
+  }
+}
+
+// Packs op(B)[k0:k0+kc, c0:c0+cols] into ceil(cols/kNr) panels of kc x kNr
+// (row-major, zero columns past `cols`).
+void PackB(const GemmArgs& g, const float* b, int64_t k0, int64_t kc, int64_t c0, int64_t cols,
+           float* out) {
+  for (int64_t p = 0; p * kNr < cols; ++p) {
+    const int64_t j0 = c0 + p * kNr, w = std::min<int64_t>(kNr, cols - p * kNr);
+    float* dst = out + p * kc * kNr;
+    if (!g.trans_b) {
+      const __mmask16 m0 = TailMask(w), m1 = TailMask(w - 16);
+      for (int64_t kk = 0; kk < kc; ++kk) {
+        const float* src = b + (k0 + kk) * g.ldb + j0;
+        _mm512_store_ps(dst + kk * kNr, _mm512_maskz_loadu_ps(m0, src));
+        _mm512_store_ps(dst + kk * kNr + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+      }
+    } else {  // element (kk, j) at b[j * ldb + kk]: B^T's rows, 16 x 16 transposes
+      PackTransposed(b + j0 * g.ldb + k0, g.ldb, kc, w, 2, dst);
+    }
+  }
+}
+
+// Packs op(A)[r0:r0+rows, k0:k0+kc] (rows <= kMr) as kc rows of kAp floats.
+// A is packed although the kernel could broadcast from it in place: with
+// lda a multiple of 1024 floats (FFN down, k = 3072) the tile's rows all map
+// to one L1 set and evict each other.
+void PackA(const GemmArgs& g, const float* a, int64_t r0, int rows, int64_t k0, int64_t kc,
+           float* out) {
+  if (!g.trans_a) return PackTransposed(a + r0 * g.lda + k0, g.lda, kc, rows, 1, out);
+  const __mmask16 m = TailMask(rows);  // element (i, kk) at a[kk * lda + i]
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    _mm512_store_ps(out + kk * kAp, _mm512_maskz_loadu_ps(m, a + (k0 + kk) * g.lda + r0));
+  }
+}
+
+// C[0:R, 0:32] (+)= Ap Bp over kc: R x 2 accumulators, A broadcast from its
+// packed micro-panel (in L1 across B's panels), B's packed panel row loaded
+// as two zmm.  Columns outside the masks are neither read nor written.
+template <int R>
+void Micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate,
+           __mmask16 m0, __mmask16 m1) {
+  __m512 c0[R], c1[R];
+#pragma GCC unroll 14
+  for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+#pragma GCC unroll 14
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(ap[r]);
+      c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+    }
+    ap += kAp;
+    bp += kNr;
+  }
+#pragma GCC unroll 14
+  for (int r = 0; r < R; ++r) {
+    float* cr = c + r * ldc;
+    if (accumulate) {
+      c0[r] = _mm512_add_ps(c0[r], _mm512_maskz_loadu_ps(m0, cr));
+      c1[r] = _mm512_add_ps(c1[r], _mm512_maskz_loadu_ps(m1, cr + 16));
+    }
+    _mm512_mask_storeu_ps(cr, m0, c0[r]);
+    _mm512_mask_storeu_ps(cr + 16, m1, c1[r]);
+  }
+}
+
+using MicroFn = void (*)(int64_t, const float*, const float*, float*, int64_t, bool, __mmask16,
+                         __mmask16);
+constexpr MicroFn kMicro[kMr + 1] = {nullptr,   Micro<1>,  Micro<2>,  Micro<3>, Micro<4>,
+                                     Micro<5>,  Micro<6>,  Micro<7>,  Micro<8>, Micro<9>,
+                                     Micro<10>, Micro<11>, Micro<12>, Micro<13>, Micro<14>};
+
+// C[r0:r1, c0:c1] of batch entry bi (c1 - c0 <= kNc), then its epilogue one
+// row panel at a time while that panel is in cache.
+void Block(const GemmArgs& g, int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  const float* a = static_cast<const float*>(g.a) + bi * g.stride_a;
+  const float* b = static_cast<const float*>(g.b) + bi * g.stride_b;
+  float* c = static_cast<float*>(g.c) + bi * g.stride_c;
+  const int64_t cols = c1 - c0, panels = CeilDiv(cols, kNr);
+  const int64_t kblocks = CeilDiv(g.k, kKc), kc_max = CeilDiv(g.k, kblocks);
+  float* bp = Scratch(0, kc_max * panels * kNr);
+  float* ap = Scratch(1, kc_max * kAp);
+  for (int64_t k0 = 0; k0 < g.k; k0 += kc_max) {
+    const int64_t kc = std::min(kc_max, g.k - k0);
+    const bool accumulate = k0 > 0, last = k0 + kc == g.k;
+    PackB(g, b, k0, kc, c0, cols, bp);
+    for (int64_t r = r0; r < r1; r += kMr) {
+      const int rows = static_cast<int>(std::min<int64_t>(kMr, r1 - r));
+      PackA(g, a, r, rows, k0, kc, ap);
+      for (int64_t p = 0; p < panels; ++p) {
+        const int64_t left = cols - p * kNr;
+        kMicro[rows](kc, ap, bp + p * kc * kNr, c + r * g.ldc + c0 + p * kNr, g.ldc, accumulate,
+                     TailMask(left), TailMask(left - 16));
+      }
+      if (last) GemmEpilogue(g, bi, r, r + rows, c0, c1);
+    }
+  }
+}
+
+}  // namespace
+
+bool PackedGemmAvailable() { return true; }
+
+void RunPackedGemm(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
+  const int64_t col_blocks = CeilDiv(g.n, kNc);
+  // Enough tasks for load balance on a shared machine (4 per thread), row
+  // blocks on multiples of the register tile and at least kMinRows tall.
+  const int64_t want = 4 * int64_t(std::max(1, num_threads));
+  int64_t row_blocks = 1;
+  if (g.batch * col_blocks < want) {
+    row_blocks = std::min(CeilDiv(want, g.batch * col_blocks),
+                          std::max<int64_t>(1, g.m / kMinRows));
+  }
+  const int64_t rstep = std::min(g.m, CeilDiv(CeilDiv(g.m, row_blocks), kMr) * kMr);
+  row_blocks = CeilDiv(g.m, rstep);
+  const int64_t per_batch = row_blocks * col_blocks, tasks = g.batch * per_batch;
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t bi = i / per_batch, rb = (i % per_batch) / col_blocks, cb = i % col_blocks;
+      Block(g, bi, rb * rstep, std::min(g.m, (rb + 1) * rstep), cb * kNc,
+            std::min(g.n, (cb + 1) * kNc));
+    }
+  };
+  const double flops = 2.0 * g.batch * g.m * g.n * g.k;
+  if (num_threads <= 1 || flops < 4e5 || tasks == 1) return run(0, tasks);
+  parallel_for(tasks, static_cast<int64_t>(flops / tasks / 32) + 1, run);
+}
+
+#else  // no AVX-512: RunGemm keeps Eigen
+
+bool PackedGemmAvailable() { return false; }
+
+void RunPackedGemm(const GemmArgs&, int, const GemmParallelFor&) { std::abort(); }
+
+#endif
+
+}  // namespace tf_disc
