@@ -344,8 +344,9 @@ def test_computed_weight_is_never_packed(fm):
 
 @pytest.mark.skipif(not HAS_BF16, reason="needs AVX512_BF16")
 @pytest.mark.parametrize("transpose_b", [False, True])
-def test_variable_updated_in_place_is_repacked(fm, transpose_b):
-    x, w = _weight_case(1)
+@pytest.mark.parametrize("n", [80, 300])  # one task per product; B shared by column tasks
+def test_variable_updated_in_place_is_repacked(fm, transpose_b, n):
+    x, w = _weight_case(1, n=n)
     v = tf.Variable(w.T.copy() if transpose_b else w)
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])

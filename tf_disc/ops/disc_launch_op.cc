@@ -351,8 +351,10 @@ class DiscLaunchOp : public AsyncOpKernel {
       b.rank = t.dims();
       for (int d = 0; d < b.rank; ++d) b.dims[d] = t.dim_size(d);
     }
+    // Only fast-math GEMMs read packed weights (an option flipped since the
+    // key was built only loses the packing).
     StableInputs stable{&packed_weights_, {}};
-    for (int64_t i : stable_args_) {
+    for (int64_t i : fast_math_changes_ && FastMathBf16() ? stable_args_ : kNoArgs) {
       if (i >= 0 && i < ctx->num_inputs()) stable.inputs.emplace_back(i, &ctx->input(i));
     }
     std::string refused;
@@ -379,6 +381,7 @@ class DiscLaunchOp : public AsyncOpKernel {
   }
 
   static constexpr const char* kFastMathSuffix = "|fast_math=bf16";
+  static inline const std::vector<int64_t> kNoArgs;
 
   std::string function_;
   bool fast_math_changes_ = true;  // fast_math=bf16 can change the cluster's results
