@@ -286,3 +286,102 @@ def test_converted_model_keyed_by_an_older_converter_still_served(fm, tmp_path):
     stats = fm.stats()
     assert total(stats, "cache_hits") == 1 and total(stats, "fallbacks") == 0, stats
     assert total(stats, "compiles") == 0, stats
+
+
+# Weights packed once (runtime/packed_weights.h): a GEMM's B that comes
+# straight from a resource variable's read (or an unclustered Const) is
+# packed to bf16 on its first bf16 call and reused while its buffer is the
+# same; an updated variable is repacked; TF1 ref variables and computed or
+# fed tensors never are.
+
+def _packs(disc) -> int:
+    return disc.stats()["bf16_weights"]["packs"]
+
+
+def _weight_case(seed=0, m=48, k=96, n=80):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((m, k)).astype(np.float32),
+            rng.standard_normal((k, n)).astype(np.float32))
+
+
+def _assert_bf16_close(got, a, b):
+    assert np.all(np.abs(got.astype(np.float64) - a.astype(np.float64) @ b) <= _bound(a, b, a.shape[1]))
+
+
+@pytest.mark.skipif(not HAS_BF16, reason="needs AVX512_BF16")
+def test_unchanged_variable_weight_packed_once(fm):
+    x, w = _weight_case()
+    v = tf.Variable(w)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    def f(a):
+        return tf.matmul(a, v)
+
+    fm.set_options(fast_math="bf16")
+    for rows in (48, 48, 20, 48):  # the packed B serves any row count
+        _assert_bf16_close(f(x[:rows]).numpy(), x[:rows], w)
+    assert _packs(fm) == 1, fm.stats()
+    assert fm.stats()["bf16_weights"]["bytes"] >= w.size * 2
+    f(x[:8])  # too few rows for the bf16 kernel: fp32, nothing packed
+    fm.set_options(fast_math="")  # fp32: nothing packed, fp32 result
+    np.testing.assert_allclose(f(x).numpy(), x @ w, rtol=1e-4, atol=1e-4)
+    assert _packs(fm) == 1
+
+
+@pytest.mark.skipif(not HAS_BF16, reason="needs AVX512_BF16")
+def test_computed_weight_is_never_packed(fm):
+    x, w = _weight_case(3)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)] * 2)
+    def f(a, b):
+        return tf.matmul(a, b)
+
+    fm.set_options(fast_math="bf16")
+    for scale in (1.0, -2.0):
+        _assert_bf16_close(f(x, w * scale).numpy(), x, w * scale)
+    assert _packs(fm) == 0, fm.stats()
+
+
+@pytest.mark.skipif(not HAS_BF16, reason="needs AVX512_BF16")
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("n", [80, 300])  # one task per product; B shared by column tasks
+def test_variable_updated_in_place_is_repacked(fm, transpose_b, n):
+    x, w = _weight_case(1, n=n)
+    v = tf.Variable(w.T.copy() if transpose_b else w)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    def f(a):
+        return tf.matmul(a, v, transpose_b=transpose_b)
+
+    fm.set_options(fast_math="bf16")
+    _assert_bf16_close(f(x).numpy(), x, w)
+    _assert_bf16_close(f(x).numpy(), x, w)
+    assert _packs(fm) == 1, fm.stats()
+    delta = np.full_like(v.numpy(), 3.0)
+    v.assign_add(delta)  # in place when nothing else holds the buffer
+    w2 = w + 3.0
+    _assert_bf16_close(f(x).numpy(), x, w2)
+    assert _packs(fm) == 2, fm.stats()
+    v.assign(-v)
+    _assert_bf16_close(f(x).numpy(), x, -w2)
+    _assert_bf16_close(f(x).numpy(), x, -w2)
+    assert _packs(fm) == 3, fm.stats()
+
+
+@pytest.mark.skipif(not HAS_BF16, reason="needs AVX512_BF16")
+def test_tf1_ref_variable_assigned_in_place_is_never_packed(fm):
+    x, w = _weight_case(2)
+    graph = tf.Graph()
+    with graph.as_default():
+        v = tf.compat.v1.Variable(w, use_resource=False)
+        a = tf.compat.v1.placeholder(tf.float32, [None, None])
+        out = tf.matmul(a, v)
+        assign = tf.compat.v1.assign(v, w * -2.0)
+    fm.set_options(fast_math="bf16")
+    with tf.compat.v1.Session(graph=graph) as session:
+        session.run(v.initializer)
+        _assert_bf16_close(session.run(out, {a: x}), x, w)
+        session.run(assign)  # VariableV2: written in place
+        _assert_bf16_close(session.run(out, {a: x}), x, w * -2.0)
+    assert total(fm.stats(), "runs") >= 2, fm.stats()
+    assert _packs(fm) == 0, fm.stats()

@@ -47,6 +47,7 @@ struct ClusterPlan {
   std::vector<TensorRef> results;
   std::vector<DataType> result_types;
   std::vector<int64_t> const_args;
+  std::vector<int64_t> stable_args;    // float args straight from Const/ReadVariableOp
   std::set<int> copied_consts;         // outside Consts copied into the body
   std::string function_name;
   std::string launch_name;
@@ -100,6 +101,15 @@ std::unordered_set<std::string> ColocationTargets(
   return names;
 }
 
+// Whether output `port` of `producer` is a buffer no op writes while
+// DiscLaunch holds a reference to it (runtime/packed_weights.h): a Const's
+// tensor, or a resource variable's value (updates copy a shared buffer
+// first).  Not a TF1 ref variable (Assign writes in place regardless), nor
+// anything computed or fed through an Identity.
+bool IsStableSource(const NodeDef& producer) {
+  return producer.op() == "Const" || producer.op() == "ReadVariableOp";
+}
+
 // Longest vector input the executable reads as run-time dims (compiler's
 // frontend/lower.py MAX_VALUE_ELEMENTS): a proven scalar or short vector
 // needs no cache-key value.
@@ -146,6 +156,9 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
         it = arg_index.emplace(ref, static_cast<int>(plan->args.size())).first;
         plan->args.push_back(ref);
         plan->arg_types.push_back(tensorflow::BaseType(in_types[e.dst_port]));
+        if (plan->arg_types.back() == tensorflow::DT_FLOAT && IsStableSource(graph.node(e.src))) {
+          plan->stable_args.push_back(it->second);
+        }
       }
       if (support && (support->const_inputs.count(e.dst_port) ||
                       (support->value_inputs.count(e.dst_port) &&
@@ -304,6 +317,10 @@ NodeDef MakeLaunchNode(const tensorflow::GraphDef& graph,
   attr["f"].mutable_func()->set_name(plan.function_name);
   auto* consts = attr["const_args"].mutable_list();
   for (int64_t c : plan.const_args) consts->add_i(c);
+  if (!plan.stable_args.empty()) {
+    auto* stable = attr["stable_args"].mutable_list();
+    for (int64_t s : plan.stable_args) stable->add_i(s);
+  }
   return launch;
 }
 

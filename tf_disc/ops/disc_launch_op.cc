@@ -37,6 +37,10 @@ REGISTER_OP("DiscLaunch")
     .Attr("Tresults: list(type) >= 0")
     .Attr("f: func")
     .Attr("const_args: list(int) = []")
+    // Inputs that come straight from a Const or a resource ReadVariableOp:
+    // their buffers cannot change while referenced, so fast math packs
+    // GEMM weights among them once (runtime/packed_weights.h).
+    .Attr("stable_args: list(int) = []")
     // Compiled ahead of time by blade_disc_tf.convert_saved_model, one entry
     // per cache key (format: tf_disc/ops/embedded.h).
     .Attr("executables: list(string) = []")
@@ -101,6 +105,7 @@ class DiscLaunchOp : public AsyncOpKernel {
     tensorflow::NameAttrList f;
     OP_REQUIRES_OK(ctx, ctx->GetAttr("f", &f));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("const_args", &const_args_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("stable_args", &stable_args_));
     std::vector<std::string> blobs;
     OP_REQUIRES_OK(ctx, ctx->GetAttr("executables", &blobs));
     function_ = f.name();
@@ -349,9 +354,15 @@ class DiscLaunchOp : public AsyncOpKernel {
       b.rank = t.dims();
       for (int d = 0; d < b.rank; ++d) b.dims[d] = t.dim_size(d);
     }
+    // Only fast-math GEMMs read packed weights (an option flipped since the
+    // key was built only loses the packing).
+    StableInputs stable{&packed_weights_, {}};
+    for (int64_t i : fast_math_changes_ && FastMathBf16() ? stable_args_ : kNoArgs) {
+      if (i >= 0 && i < ctx->num_inputs()) stable.inputs.emplace_back(i, &ctx->input(i));
+    }
     std::string refused;
     {
-      KernelRuntime runtime(ctx);
+      KernelRuntime runtime(ctx, stable.inputs.empty() ? nullptr : &stable);
       runtime.Run(exe.entry, buffers.data(), static_cast<int32_t>(buffers.size()))
           .IgnoreError();  // status already in ctx
       refused = runtime.fallback_reason();
@@ -374,10 +385,13 @@ class DiscLaunchOp : public AsyncOpKernel {
   }
 
   static constexpr const char* kFastMathSuffix = "|fast_math=bf16";
+  static inline const std::vector<int64_t> kNoArgs;
 
   std::string function_;
   bool fast_math_changes_ = true;  // fast_math=bf16 can change the cluster's results
   std::vector<int64_t> const_args_;
+  std::vector<int64_t> stable_args_;
+  PackedWeights packed_weights_;  // of stable_args_, for fast-math GEMMs
   std::unique_ptr<FunctionFallback> fallback_;
   std::unique_ptr<EmbeddedExecutables> embedded_;  // null: none embedded
   FunctionStats* stats_ = nullptr;

@@ -16,6 +16,8 @@ struct Registry {
   std::atomic<int64_t> clusters_created{0};
   std::atomic<int64_t> nodes_clustered{0};
   std::atomic<int64_t> loaded_executables{0};
+  std::atomic<int64_t> bf16_weight_packs{0};
+  std::atomic<int64_t> bf16_weight_bytes{0};
 };
 
 Registry& GetRegistry() {
@@ -145,6 +147,14 @@ void RecordExecutableLoaded(int64_t delta) {
   GetRegistry().loaded_executables += delta;
 }
 
+void RecordBf16WeightPack(int64_t bytes) {
+  Registry& r = GetRegistry();
+  ++r.bf16_weight_packs;
+  r.bf16_weight_bytes += bytes;
+}
+
+void RecordBf16WeightRelease(int64_t bytes) { GetRegistry().bf16_weight_bytes -= bytes; }
+
 std::string StatsToJson() {
   Registry& r = GetRegistry();
   std::string out = "{\"clusters\": {";
@@ -174,7 +184,11 @@ std::string StatsToJson() {
   out += "}, ";
   AppendField("loaded_executables",
               std::to_string(r.loaded_executables.load()), &out);
-  out += "}";
+  out += ", \"bf16_weights\": {";
+  AppendField("packs", std::to_string(r.bf16_weight_packs.load()), &out);
+  out += ", ";
+  AppendField("bytes", std::to_string(r.bf16_weight_bytes.load()), &out);
+  out += "}}";
   return out;
 }
 
@@ -186,6 +200,7 @@ void ResetStats() {
   r.graphs_rewritten = 0;
   r.clusters_created = 0;
   r.nodes_clustered = 0;
+  r.bf16_weight_packs = 0;
 }
 
 }  // namespace tf_disc

@@ -25,6 +25,8 @@
 
 namespace tf_disc {
 
+struct Bf16PackedB;  // gemm_bf16.h
+
 struct GemmArgs {
   int32_t dtype;  // DISC_DTYPE_*
   bool trans_a, trans_b;
@@ -40,6 +42,9 @@ struct GemmArgs {
   DiscParallelFn epilogue = nullptr;
   void* epilogue_closure = nullptr;
   int64_t epilogue_offset = 0;
+  // Optional, fast math only: B already packed for the bf16 kernel (a
+  // weight that cannot change, packed once; gemm_bf16.h PackBf16B).
+  const Bf16PackedB* packed_b = nullptr;
 };
 
 // parallel_for(num_blocks, cost_per_block_in_cycles, fn(begin, end)).

@@ -15,6 +15,9 @@
 // packed once, in parallel, into a grow-only buffer of the calling thread
 // (packing per task converted the same operand rows 3-12 times: 30% of
 // the time in a BERT profile); otherwise each task packs its own entry.
+// B may come packed already (GemmArgs::packed_b: a weight that cannot
+// change, packed once by PackBf16B in the same whole-k group layout), and
+// is then not packed again.
 //
 // The kernel functions carry a target attribute, so the file builds with any
 // -march and the instructions run only after the cpuid/XCR0 check.
@@ -203,25 +206,33 @@ DISC_BF16_TARGET void Tiles(const uint16_t* pa, int64_t a_pairs, int64_t rows,
 }
 
 // C rows [r0, r1) x columns [c0, c1) (c1 - c0 <= kTaskCols) of batch entry
-// bi, packing its own operands (the plan gives each entry one task).
+// bi, packing its own operands (the plan gives each entry one task); B only
+// when it does not come packed.
 DISC_BF16_TARGET void RunTask(const GemmArgs& g, int64_t bi, int64_t r0, int64_t r1,
                               int64_t c0, int64_t c1) {
   Scratch* s = ThreadScratch();
   const float* a = static_cast<const float*>(g.a) + bi * g.stride_a;
   const float* b = static_cast<const float*>(g.b) + bi * g.stride_b;
   float* c = static_cast<float*>(g.c) + bi * g.stride_c;
+  const Bf16PackedB* packed = g.packed_b;
+  const uint16_t* pb =
+      packed == nullptr ? s->b
+                        : packed->data + (g.stride_b == 0 ? 0 : bi) * packed->entry +
+                              (c0 / kGroup) * packed->group;
+  const int64_t b_group = packed == nullptr ? kPairs * 2 * kGroup : packed->group;
   for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {
     const int64_t kn = std::min(kChunk, g.k - k0), pairs = (kn + 1) / 2;
-    for (int64_t gi = 0; gi * kGroup < c1 - c0; ++gi) {
+    for (int64_t gi = 0; packed == nullptr && gi * kGroup < c1 - c0; ++gi) {
       const int64_t gc = c0 + gi * kGroup;
       PackB(g, b, gc, std::min<int64_t>(kGroup, c1 - gc), k0, kn,
             s->b + gi * kPairs * 2 * kGroup, s->run);
     }
+    const uint16_t* chunk = packed == nullptr ? pb : pb + k0 * kGroup;
     for (int64_t rb = r0; rb < r1; rb += kBlockRows) {
       const int64_t rows = std::min(kBlockRows, r1 - rb);
       PackA(g, a, rb, rows, k0, kn, s->a, kChunk);
-      Tiles(s->a, kPairs, rows, s->b, kPairs * 2 * kGroup, pairs, c + rb * g.ldc, g.ldc, c0,
-            c1, k0 == 0);
+      Tiles(s->a, kPairs, rows, chunk, b_group, pairs, c + rb * g.ldc, g.ldc, c0, c1,
+            k0 == 0);
     }
   }
 }
@@ -255,8 +266,17 @@ uint16_t* PackBuffer(size_t elements) {
 
 constexpr int64_t kPackRows = 32;  // rows of A per packing task
 
+// Group gi (64 columns, all of k) of B's batch entry e into dst.
+DISC_BF16_TARGET void PackBGroup(const GemmArgs& g, int64_t e, int64_t gi, uint16_t* dst) {
+  const float* b = static_cast<const float*>(g.b) + e * g.stride_b;
+  for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {
+    PackB(g, b, gi * kGroup, std::min<int64_t>(kGroup, g.n - gi * kGroup), k0,
+          std::min(kChunk, g.k - k0), dst + k0 * kGroup, ThreadScratch()->run);
+  }
+}
+
 // Packing tasks [begin, end): first kPackRows-row pieces of each A entry,
-// then one 64-column group (all of k) of each B entry.
+// then (unless B came packed) one 64-column group of each B entry.
 DISC_BF16_TARGET void PackPieces(const GemmArgs& g, const Packed& p, int64_t a_pieces,
                                  int64_t begin, int64_t end) {
   const int64_t na = g.stride_a == 0 ? 1 : g.batch, groups = CeilDiv(g.n, kGroup);
@@ -269,28 +289,26 @@ DISC_BF16_TARGET void PackPieces(const GemmArgs& g, const Packed& p, int64_t a_p
       continue;
     }
     const int64_t e = (t - na * a_pieces) / groups, gi = (t - na * a_pieces) % groups;
-    const float* b = static_cast<const float*>(g.b) + e * g.stride_b;
-    uint16_t* dst = p.b + e * p.b_entry + gi * p.b_group;
-    for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {
-      PackB(g, b, gi * kGroup, std::min<int64_t>(kGroup, g.n - gi * kGroup), k0,
-            std::min(kChunk, g.k - k0), dst + k0 * kGroup, ThreadScratch()->run);
-    }
+    PackBGroup(g, e, gi, p.b + e * p.b_entry + gi * p.b_group);
   }
 }
 
-// Packs A and B in parallel; false (nothing done) when memory is short.
+// Packs A and B (unless it came packed) in parallel; false (nothing done)
+// when memory is short.
 bool Prepack(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for,
              Packed* p) {
-  const int64_t na = g.stride_a == 0 ? 1 : g.batch, nb = g.stride_b == 0 ? 1 : g.batch;
+  const Bf16PackedB* given = g.packed_b;
+  const int64_t na = g.stride_a == 0 ? 1 : g.batch;
+  const int64_t nb = given != nullptr ? 0 : g.stride_b == 0 ? 1 : g.batch;
   const int64_t kp2 = CeilDiv(g.k, 32) * 32, groups = CeilDiv(g.n, kGroup);
   p->a_row = kp2;
   p->a_entry = g.m * kp2;
-  p->b_group = kp2 * kGroup;
-  p->b_entry = groups * p->b_group;
+  p->b_group = given != nullptr ? given->group : kp2 * kGroup;
+  p->b_entry = given != nullptr ? given->entry : groups * p->b_group;
   uint16_t* buf = PackBuffer(size_t(na * p->a_entry + nb * p->b_entry));
   if (buf == nullptr) return false;
   p->a = buf;
-  p->b = buf + na * p->a_entry;
+  p->b = given != nullptr ? given->data : buf + na * p->a_entry;
   const int64_t a_pieces = CeilDiv(g.m, kPackRows), pieces = na * a_pieces + nb * groups;
   auto body = [&](int64_t begin, int64_t end) { PackPieces(g, *p, a_pieces, begin, end); };
   if (num_threads <= 1) {
@@ -362,18 +380,55 @@ bool Bf16GemmAvailable() {
   return available;
 }
 
+bool Bf16GemmApplies(const GemmArgs& g) {
+  if ((g.dtype & ~DISC_GEMM_FAST_BF16) != DISC_DTYPE_FLOAT || !Bf16GemmAvailable()) return false;
+  return g.m >= kMinRows && g.batch > 0 && g.n > 0 && g.k > 0;  // else nothing to gain
+}
+
 bool RunGemmBf16(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
-  if (g.dtype != DISC_DTYPE_FLOAT || !Bf16GemmAvailable() || g.m < kMinRows) return false;
-  if (g.batch == 0 || g.n == 0 || g.k == 0) return false;  // nothing to multiply
+  if (g.dtype != DISC_DTYPE_FLOAT || !Bf16GemmApplies(g)) return false;
   return Run(g, num_threads, parallel_for);
+}
+
+std::unique_ptr<Bf16PackedB> PackBf16B(const GemmArgs& g, int num_threads,
+                                       const GemmParallelFor& parallel_for) {
+  if (!Bf16GemmApplies(g)) return nullptr;
+  const int64_t nb = g.stride_b == 0 ? 1 : g.batch, groups = CeilDiv(g.n, kGroup);
+  const int64_t group = CeilDiv(g.k, 32) * 32 * kGroup, entry = groups * group;
+  const size_t bytes = size_t(nb * entry) * sizeof(uint16_t);
+  auto* data = static_cast<uint16_t*>(std::aligned_alloc(64, CeilDiv(bytes, 64) * 64));
+  if (data == nullptr) return nullptr;
+  auto packed = std::make_unique<Bf16PackedB>(data, bytes, group, entry);
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      PackBGroup(g, t / groups, t % groups, data + (t / groups) * entry + (t % groups) * group);
+    }
+  };
+  if (num_threads <= 1 || nb * groups == 1) {
+    body(0, nb * groups);
+  } else {
+    parallel_for(nb * groups, kGroup * g.k / 4 + 1, body);
+  }
+  return packed;
 }
 
 #else  // no compiler support: the fp32 path runs
 
 bool Bf16GemmAvailable() { return false; }
 
+bool Bf16GemmApplies(const GemmArgs&) { return false; }
+
 bool RunGemmBf16(const GemmArgs&, int, const GemmParallelFor&) { return false; }
 
+std::unique_ptr<Bf16PackedB> PackBf16B(const GemmArgs&, int, const GemmParallelFor&) {
+  return nullptr;
+}
+
 #endif  // DISC_BF16_KERNEL
+
+Bf16PackedB::Bf16PackedB(uint16_t* data, size_t bytes, int64_t group, int64_t entry)
+    : data(data), bytes(bytes), group(group), entry(entry) {}
+
+Bf16PackedB::~Bf16PackedB() { std::free(data); }
 
 }  // namespace tf_disc

@@ -13,8 +13,9 @@ namespace tf_disc {
 
 using tensorflow::OpKernelContext;
 
-KernelRuntime::KernelRuntime(OpKernelContext* ctx)
+KernelRuntime::KernelRuntime(OpKernelContext* ctx, const StableInputs* stable)
     : ctx_(ctx),
+      stable_(stable),
       allocator_(ctx->device()->GetAllocator(tensorflow::AllocatorAttributes())),
       allocated_(ctx->num_outputs(), false) {
   abi_.ctx = this;
@@ -215,6 +216,11 @@ int32_t KernelRuntime::GemmEpilogue(void* self_ptr, int32_t dtype, int32_t trans
   PoolView pool = ViewPool(self->ctx_);
   GemmArgs args{dtype, trans_a != 0, trans_b != 0, batch, m, n, k, a, lda, stride_a,
                 b, ldb, stride_b, c, ldc, stride_c, epilogue, closure, c_offset};
+  std::shared_ptr<const Bf16PackedB> packed_b;  // a weight's B, packed once
+  if ((dtype & DISC_GEMM_FAST_BF16) != 0 && self->stable_ != nullptr) {
+    packed_b = self->stable_->Find(args, pool.threads, pool.parallel_for);
+    args.packed_b = packed_b.get();
+  }
   std::string error;
   if (RunGemm(args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) return 0;
   SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());

@@ -9,12 +9,16 @@
 #include "absl/container/inlined_vector.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tf_disc/runtime/disc_abi.h"
+#include "tf_disc/runtime/packed_weights.h"
 
 namespace tf_disc {
 
 class KernelRuntime {
  public:
-  explicit KernelRuntime(tensorflow::OpKernelContext* ctx);
+  // stable (may be null; must outlive this): inputs whose fast-math GEMM B
+  // operands are packed once (packed_weights.h).
+  explicit KernelRuntime(tensorflow::OpKernelContext* ctx,
+                         const StableInputs* stable = nullptr);
   ~KernelRuntime();  // frees temps the generated code left behind
   KernelRuntime(const KernelRuntime&) = delete;
   KernelRuntime& operator=(const KernelRuntime&) = delete;
@@ -50,6 +54,7 @@ class KernelRuntime {
   void RecordError(absl::Status status);
 
   tensorflow::OpKernelContext* ctx_;
+  const StableInputs* stable_;
   tensorflow::Allocator* allocator_;
   DiscRuntime abi_;
   std::mutex mu_;  // generated code may call back from parallel_for workers
