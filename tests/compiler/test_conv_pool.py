@@ -105,6 +105,19 @@ def test_conv2d_direct_and_gemm_paths(disc, path, padding, k, strides, dil, cin,
         _run(disc, fn, [_spec(4), _spec(4)], _conv_cases(images, *k, cin, cout))
 
 
+def test_conv2d_direct_seven_pixel_tiles_with_epilogue(disc):
+    """The direct kernel's 7-pixel register tiles (7x7 images: 49 pixels,
+    seven whole tiles) next to odd widths (runs of 5- and 6-pixel tiles),
+    77 output channels (one full 64-channel block, a 13-channel tail) and
+    the bias + Relu6 epilogue applied to the registers before the store."""
+    def fn(x, f, b):
+        return tf.nn.relu6(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b))
+    cases = [[x, f, _rand((77,), 70 + i)] for i, (x, f) in enumerate(
+        _conv_cases([(2, 7, 7), (1, 11, 13), (3, 5, 9), (1, 1, 3)], 3, 3, 5, 77))]
+    with disc.runtime_switches(DISC_CONV_DIRECT="1"):
+        _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases)
+
+
 @pytest.mark.parametrize("padding,k,strides", [("SAME", (3, 3), 1), ("VALID", (1, 1), 1),
                                                ("VALID", (3, 2), 2), ("SAME", (1, 1), 2)])
 def test_grouped_conv2d(disc, padding, k, strides):

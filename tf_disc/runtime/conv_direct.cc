@@ -20,16 +20,17 @@ namespace ei = Eigen::internal;
 using Packet = ei::packet_traits<float>::type;
 constexpr int kPacket = ei::unpacket_traits<Packet>::size;
 // Register tile: kRows output pixels x kPackets packets of output channels
-// (6 x 4 zmm accumulators on AVX-512, leaving room for the filter row).
-constexpr int kRows = kPacket >= 16 ? 6 : 3;
+// (7 x 4 zmm accumulators on AVX-512 and the 4 filter vectors: all 32
+// registers, each input scalar broadcast from memory into its FMAs).
+constexpr int kRows = kPacket >= 16 ? 7 : 3;
 constexpr int kPackets = 4;
 constexpr int64_t kBlock = int64_t(kPackets) * kPacket;  // output channels per task
 // Filter rows per pass over an output row: kChunk x kBlock floats = 32 KiB
 // on AVX-512, L1-resident while every pixel tile of the row reads them.
 constexpr int64_t kChunk = 128;
 // Pixel tiles per task: their outputs (kRows * kTilesPerTask x kBlock
-// floats, 24 KiB) stay in L1 across the chunks.
-constexpr int64_t kTilesPerTask = 16;
+// floats, 24.5 KiB) stay in L1 across the chunks.
+constexpr int64_t kTilesPerTask = 14;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -65,8 +66,23 @@ inline Packet Finish(const BlockEpilogue& e, int p, Packet v) {
 // of `next`, ldf apart, prefetched into L2 at step kk: an instantiation of
 // its own keeps the other tiles' loop free of the prefetches).  One flat
 // loop over the chunk keeps the accumulators in registers throughout
-// (a loop per filter row spilled all 24 of them at every row).
+// (a loop per filter row spilled all 24 of them at every row).  The
+// r/p loops are unrolled by pragma: with the asm FMA GCC left them rolled
+// and kept the accumulators in memory, a store after every FMA.
 enum TileMode { kInit, kAccumulate, kPrefetch };
+
+// acc + broadcast(*s) * f, the scalar broadcast straight from memory into
+// the FMA on AVX-512 (vfmadd231ps zmm, zmm, m32{1to16}): with 28
+// accumulators and 4 filter vectors no register is left for it.
+inline Packet MaddScalar(const float* s, Packet f, Packet acc) {
+#if defined(__AVX512F__)
+  if constexpr (kPacket == 16) {
+    asm("vfmadd231ps %[s]%{1to16%}, %[f], %[acc]" : [acc] "+v"(acc) : [f] "v"(f), [s] "m"(*s));
+    return acc;
+  }
+#endif
+  return ei::pmadd(ei::pset1<Packet>(*s), f, acc);
+}
 
 template <int R, int NP, int kMode>
 void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, const float* f,
@@ -77,7 +93,9 @@ void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, 
       for (int p = 0; p < NP; ++p) __builtin_prefetch(out + (R + r) * ldo + p * kPacket, 1, 3);
   }
   Packet acc[R][NP];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
     for (int p = 0; p < NP; ++p)
       acc[r][p] = kMode == kInit ? ei::pset1<Packet>(0.f)
                                  : ei::ploadu<Packet>(out + r * ldo + p * kPacket);
@@ -89,16 +107,20 @@ void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, 
       for (int p = 0; p < NP; ++p) __builtin_prefetch(next + kk * ldf + p * kPacket, 0, 2);
     Packet fv[NP];
     for (int p = 0; p < NP; ++p) fv[p] = ei::ploadu<Packet>(f + kk * ldf + p * kPacket);
-    for (int r = 0; r < R; ++r) {
-      const Packet av = ei::pset1<Packet>(ar[r][o]);
-      for (int p = 0; p < NP; ++p) acc[r][p] = ei::pmadd(av, fv[p], acc[r][p]);
-    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int p = 0; p < NP; ++p) acc[r][p] = MaddScalar(ar[r] + o, fv[p], acc[r][p]);
   }
   if (epi != nullptr) {
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
       for (int p = 0; p < NP; ++p) acc[r][p] = Finish(*epi, p, acc[r][p]);
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) ei::pstoreu(out + r * ldo + p * kPacket, acc[r][p]);
 }
 
@@ -115,14 +137,15 @@ constexpr TileFn TileFor(int np) {
 
 template <int kMode>
 TileFn PickMode(int rows, int np) {
-  static_assert(kRows <= 6 && kPackets == 4, "Pick covers 1..6 rows x 1..4 packets");
+  static_assert(kRows <= 7 && kPackets == 4, "Pick covers 1..7 rows x 1..4 packets");
   switch (rows) {
     case 1: return TileFor<1, kMode>(np);
     case 2: return TileFor<2, kMode>(np);
     case 3: return TileFor<3, kMode>(np);
     case 4: return TileFor<4, kMode>(np);
     case 5: return TileFor<5, kMode>(np);
-    default: return TileFor<6, kMode>(np);
+    case 6: return TileFor<6, kMode>(np);
+    default: return TileFor<7, kMode>(np);
   }
 }
 
