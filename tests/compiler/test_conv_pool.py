@@ -105,11 +105,12 @@ def test_conv2d_direct_and_gemm_paths(disc, path, padding, k, strides, dil, cin,
         _run(disc, fn, [_spec(4), _spec(4)], _conv_cases(images, *k, cin, cout))
 
 
-def test_conv2d_direct_seven_pixel_tiles_with_epilogue(disc):
-    """The direct kernel's 7-pixel register tiles (7x7 images: 49 pixels,
-    seven whole tiles) next to odd widths (runs of 5- and 6-pixel tiles),
-    77 output channels (one full 64-channel block, a 13-channel tail) and
-    the bias + Relu6 epilogue applied to the registers before the store."""
+def test_conv2d_direct_tiles_with_epilogue(disc):
+    """The direct kernel's register tiles (FMAs with the input broadcast
+    from memory) on 7x7 images (49 pixels: 5- and 6-pixel tiles) and odd
+    widths, 77 output channels (one full 64-channel block, a 13-channel
+    tail) and the bias + Relu6 epilogue applied to the registers before
+    the store."""
     def fn(x, f, b):
         return tf.nn.relu6(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b))
     cases = [[x, f, _rand((77,), 70 + i)] for i, (x, f) in enumerate(

@@ -20,17 +20,19 @@ namespace ei = Eigen::internal;
 using Packet = ei::packet_traits<float>::type;
 constexpr int kPacket = ei::unpacket_traits<Packet>::size;
 // Register tile: kRows output pixels x kPackets packets of output channels
-// (7 x 4 zmm accumulators on AVX-512 and the 4 filter vectors: all 32
-// registers, each input scalar broadcast from memory into its FMAs).
-constexpr int kRows = kPacket >= 16 ? 7 : 3;
+// (6 x 4 zmm accumulators on AVX-512 and the 4 filter vectors, each input
+// scalar broadcast from memory into its FMAs).  7 x 4 (all 32 registers)
+// was 4-7% slower on 1x1 64->256 and 32->192 @56 and 1.6% on the 7x7/2
+// stem, 1-3% faster on the 3x3s (RunDirectConv A/B in one process, batch 8).
+constexpr int kRows = kPacket >= 16 ? 6 : 3;
 constexpr int kPackets = 4;
 constexpr int64_t kBlock = int64_t(kPackets) * kPacket;  // output channels per task
 // Filter rows per pass over an output row: kChunk x kBlock floats = 32 KiB
 // on AVX-512, L1-resident while every pixel tile of the row reads them.
 constexpr int64_t kChunk = 128;
 // Pixel tiles per task: their outputs (kRows * kTilesPerTask x kBlock
-// floats, 24.5 KiB) stay in L1 across the chunks.
-constexpr int64_t kTilesPerTask = 14;
+// floats, 24 KiB) stay in L1 across the chunks.
+constexpr int64_t kTilesPerTask = 16;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -72,8 +74,10 @@ inline Packet Finish(const BlockEpilogue& e, int p, Packet v) {
 enum TileMode { kInit, kAccumulate, kPrefetch };
 
 // acc + broadcast(*s) * f, the scalar broadcast straight from memory into
-// the FMA on AVX-512 (vfmadd231ps zmm, zmm, m32{1to16}): with 28
-// accumulators and 4 filter vectors no register is left for it.
+// the FMA on AVX-512 (vfmadd231ps zmm, zmm, m32{1to16}) with the filter
+// vectors in registers: from intrinsics GCC broadcast into a register and
+// read a filter vector from memory at every FMA of some tiles (RunDirectConv
+// 1x1 64->256 @56 batch 8: 13% slower).
 inline Packet MaddScalar(const float* s, Packet f, Packet acc) {
 #if defined(__AVX512F__)
   if constexpr (kPacket == 16) {
@@ -137,15 +141,14 @@ constexpr TileFn TileFor(int np) {
 
 template <int kMode>
 TileFn PickMode(int rows, int np) {
-  static_assert(kRows <= 7 && kPackets == 4, "Pick covers 1..7 rows x 1..4 packets");
+  static_assert(kRows <= 6 && kPackets == 4, "Pick covers 1..6 rows x 1..4 packets");
   switch (rows) {
     case 1: return TileFor<1, kMode>(np);
     case 2: return TileFor<2, kMode>(np);
     case 3: return TileFor<3, kMode>(np);
     case 4: return TileFor<4, kMode>(np);
     case 5: return TileFor<5, kMode>(np);
-    case 6: return TileFor<6, kMode>(np);
-    default: return TileFor<7, kMode>(np);
+    default: return TileFor<6, kMode>(np);
   }
 }
 
