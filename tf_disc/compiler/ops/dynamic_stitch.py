@@ -15,20 +15,13 @@ import numpy as np
 from ..dtypes import ALL, I32
 from ..errors import ShapeError, Unsupported
 from ..shapes.symbolic import is_static
-from .hostvals import host_dims, make_host
+from .hostvals import host_dims, make_host, producer
 from .rule import OpRule
 from .shape_ops import _assert_eq, _concat, _reshape
 
 _EVAL_LIMIT = 4096  # elements: indices are shapes' worth of ints
 _INT_OPS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
             "floor_mod_int": np.mod, "floor_div_int": np.floor_divide}
-
-
-def _producer(b, v):
-    for op in reversed(b.ops):
-        if v in op.results:
-            return op
-    return None
 
 
 def const_value(b, v, depth: int = 0) -> np.ndarray | None:
@@ -43,7 +36,7 @@ def const_value(b, v, depth: int = 0) -> np.ndarray | None:
     if hd is not None:
         return np.asarray([int(d) for d in hd], np.int64).reshape(shape) \
             if all(is_static(d) for d in hd) else None
-    op = _producer(b, v)
+    op = producer(b, v)
     if op is None:
         return None
     args = [const_value(b, x, depth + 1) for x in op.operands]

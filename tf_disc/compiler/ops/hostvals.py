@@ -28,15 +28,21 @@ def host_dims(b, v):
     t = _table(b)
     if v in t:
         return list(t[v])
+    op = producer(b, v)
+    if op is not None and op.name == "constant":
+        return [str(int(x)) for x in op.attrs["value"]]
+    if op is not None and op.name == "negate":  # x[-n:] with n from tf.shape
+        from ..shapes.symbolic import dim_sub
+        d = host_dims(b, op.operands[0])
+        return None if d is None else [dim_sub("0", x) for x in d]
+    return None
+
+
+def producer(b, v):
+    """The op emitted so far that defines v (None for a function input)."""
     for op in reversed(b.ops):
         if v in op.results:
-            if op.name == "constant":
-                return [str(int(x)) for x in op.attrs["value"]]
-            if op.name == "negate":  # x[-n:] with n from tf.shape
-                from ..shapes.symbolic import dim_sub
-                d = host_dims(b, op.operands[0])
-                return None if d is None else [dim_sub("0", x) for x in d]
-            break
+            return op
     return None
 
 
@@ -63,9 +69,9 @@ def const_ints(b, v, node, what: str) -> list[int]:
 
 def const_array(b, v, node, what: str):
     """Any constant (float too) as a flat list."""
-    for op in reversed(b.ops):
-        if v in op.results and op.name == "constant":
-            return list(op.attrs["value"])
+    op = producer(b, v)
+    if op is not None and op.name == "constant":
+        return list(op.attrs["value"])
     raise Unsupported(f"node '{node.name}' ({node.op}): {what} must be a constant")
 
 
