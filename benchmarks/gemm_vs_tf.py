@@ -16,8 +16,11 @@ DISC_GEMM_EPILOGUE=0 (the epilogue as a second pass over C, as before).
 --shapes bert-b times every distinct GEMM of benchmarks/bert_dynamic.py's
 workload B (its (batch, seq) requests: projections, FFN, attention scores and
 context, the LM head), per shape, and a time-weighted aggregate (each shape's
-median times its number of calls per workload pass); eigen = ours with
-DISC_GEMM_PACKED=0 (Eigen's gebp instead of the packed AVX-512 kernel).
+median times its number of calls per workload pass).  The weights' B (projections,
+FFN, LM head) is a captured tf.Variable, as in the model, which ours packs
+once; per_call = ours with DISC_GEMM_PREPACK=0 (B packed on every call, the
+route before weights were packed once); eigen = ours with DISC_GEMM_PACKED=0
+(Eigen's gebp instead of the packed AVX-512 kernel).
 """
 import argparse
 import collections
@@ -102,32 +105,46 @@ KIND_FNS: Dict[str, Callable] = {
 }
 
 
+WEIGHT_KINDS = ("proj", "ffn_up", "ffn_down", "lm_head")  # B is a model weight
+
+
+def _kind_fn(kind: str, rank: int, weight=None) -> Callable:
+    """A fresh tf.function of `kind` over A and B, or over A alone with B the
+    captured variable `weight` (read through ReadVariableOp, as in the model:
+    ours packs it once)."""
+    spec = tf.TensorSpec([None] * rank, tf.float32)
+    if weight is None:
+        return tf.function(KIND_FNS[kind], input_signature=[spec, spec])
+    return tf.function(lambda a: KIND_FNS[kind](a, weight), input_signature=[spec])
+
+
 def run_shapes(name: str, repeats: int) -> None:
-    """Per-shape medians (tf, ours, ours with DISC_GEMM_PACKED=0 = Eigen;
-    interleaved) over workload `name`'s distinct GEMMs and the time-weighted
-    aggregate ratios per kind and overall."""
+    """Per-shape medians (tf; ours; ours with DISC_GEMM_PREPACK=0 = B packed
+    per call; ours with DISC_GEMM_PACKED=0 = Eigen; interleaved) over
+    workload `name`'s distinct GEMMs and the time-weighted aggregate ratios
+    per kind and overall."""
     counts = workload_shapes(name)
     rng = np.random.default_rng(0)
-    stock, rank = {}, {}
-    for kind, sa, _ in counts:
+    rank, weights = {}, {}
+    for kind, sa, sb in counts:
         rank[kind] = len(sa)
-    for kind, r in rank.items():  # one dynamic-shape function per kind
-        sig = [tf.TensorSpec([None] * r, tf.float32)] * 2
-        stock[kind] = tf.function(KIND_FNS[kind], input_signature=sig)
+        if kind in WEIGHT_KINDS:
+            weights[kind] = tf.Variable(rng.standard_normal(sb).astype(np.float32))
+    stock = {kind: _kind_fn(kind, r, weights.get(kind)) for kind, r in rank.items()}
     # traced and optimized before disc is enabled
     inputs = {}
     for key in counts:
         kind, sa, sb = key
-        inputs[key] = [tf.constant(rng.standard_normal(s).astype(np.float32)) for s in (sa, sb)]
+        inputs[key] = [tf.constant(rng.standard_normal(s).astype(np.float32))
+                       for s in ((sa,) if kind in weights else (sa, sb))]
         stock[kind](*inputs[key])
 
     import blade_disc_tf as disc
     disc.enable(min_cluster_size=1)
-    ours = {kind: tf.function(KIND_FNS[kind], input_signature=[tf.TensorSpec([None] * r,
-                                                                             tf.float32)] * 2)
-            for kind, r in rank.items()}
+    ours = {kind: _kind_fn(kind, r, weights.get(kind)) for kind, r in rank.items()}
+    modes = ("tf", "disc", "per_call", "eigen")
     rows: List[Dict[str, object]] = []
-    totals: Dict[str, List[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
+    totals: Dict[str, List[float]] = collections.defaultdict(lambda: [0.0] * len(modes))
     for key in sorted(counts, key=lambda k: (k[0], k[1])):
         kind, sa, sb = key
         xs = inputs[key]
@@ -137,24 +154,27 @@ def run_shapes(name: str, repeats: int) -> None:
         inner = max(1, min(10, int(2e8 / flops)))
         med = interleaved_medians(
             {"tf": lambda: stock[kind](*xs), "disc": lambda: ours[kind](*xs),
+             "per_call": _with_env("DISC_GEMM_PREPACK", "0", lambda: ours[kind](*xs)),
              "eigen": _with_env("DISC_GEMM_PACKED", "0", lambda: ours[kind](*xs))},
             repeats, inner=inner)
         for agg in (kind, "ALL"):
-            for i, mode in enumerate(("tf", "disc", "eigen")):
+            for i, mode in enumerate(modes):
                 totals[agg][i] += counts[key] * med[mode]
         rows.append({"kind": kind, "A": "x".join(map(str, sa)), "B": "x".join(map(str, sb)),
                      "calls": counts[key], "tf_ms": med["tf"] * 1e3, "disc_ms": med["disc"] * 1e3,
                      "tf_GF/s": flops / med["tf"] / 1e9, "disc_GF/s": flops / med["disc"] / 1e9,
-                     "disc/tf": med["disc"] / med["tf"], "eigen/tf": med["eigen"] / med["tf"],
-                     "max_rel_err": err})
+                     "disc/tf": med["disc"] / med["tf"],
+                     "per_call/tf": med["per_call"] / med["tf"],
+                     "eigen/tf": med["eigen"] / med["tf"], "max_rel_err": err})
         print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in rows[-1].items()), flush=True)
     print_table(f"workload {name} GEMM shapes, {repeats} repeats (medians; disc/tf = time ratio)",
                 rows)
-    agg_rows = [{"kind": k, "tf_s/pass": v[0], "disc_s/pass": v[1], "eigen_s/pass": v[2],
-                 "disc/tf": v[1] / v[0], "eigen/tf": v[2] / v[0]}
+    agg_rows = [dict({"kind": k}, **{f"{m}_s/pass": v[i] for i, m in enumerate(modes)},
+                     **{f"{m}/tf": v[i] / v[0] for i, m in enumerate(modes) if i})
                 for k, v in sorted(totals.items())]
     print_table("time-weighted aggregate (sum of calls x median per workload pass)", agg_rows)
+    print("\nweights packed once:", {k: disc.stats()[k] for k in ("fp32_weights", "bf16_weights")})
 
 
 def main() -> None:

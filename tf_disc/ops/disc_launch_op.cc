@@ -69,6 +69,11 @@ REGISTER_OP("DiscLaunch")
 
 namespace {
 
+// PackedWeights' gauge: disc.stats()["bf16_weights"] / ["fp32_weights"].
+void RecordPackedWeights(PackKind kind, int64_t packs, int64_t bytes) {
+  RecordWeightPacks(kind == PackKind::kBf16, packs, bytes);
+}
+
 // Whether cluster `function` may hold a float32 `dot`, the only op that
 // fast_math=bf16 changes (compiler/passes/fast_math.py): a float MatMul,
 // BatchMatMul, Einsum or convolution gradient (ops/matmul.py, nn_conv_grad.py),
@@ -354,10 +359,10 @@ class DiscLaunchOp : public AsyncOpKernel {
       b.rank = t.dims();
       for (int d = 0; d < b.rank; ++d) b.dims[d] = t.dim_size(d);
     }
-    // Only fast-math GEMMs read packed weights (an option flipped since the
-    // key was built only loses the packing).
+    // Float GEMMs whose B is one of these read it packed once (bf16 for
+    // fast-math GEMMs, fp32 otherwise).
     StableInputs stable{&packed_weights_, {}};
-    for (int64_t i : fast_math_changes_ && FastMathBf16() ? stable_args_ : kNoArgs) {
+    for (int64_t i : stable_args_) {
       if (i >= 0 && i < ctx->num_inputs()) stable.inputs.emplace_back(i, &ctx->input(i));
     }
     std::string refused;
@@ -385,13 +390,12 @@ class DiscLaunchOp : public AsyncOpKernel {
   }
 
   static constexpr const char* kFastMathSuffix = "|fast_math=bf16";
-  static inline const std::vector<int64_t> kNoArgs;
 
   std::string function_;
   bool fast_math_changes_ = true;  // fast_math=bf16 can change the cluster's results
   std::vector<int64_t> const_args_;
   std::vector<int64_t> stable_args_;
-  PackedWeights packed_weights_;  // of stable_args_, for fast-math GEMMs
+  PackedWeights packed_weights_{RecordPackedWeights};  // of stable_args_
   std::unique_ptr<FunctionFallback> fallback_;
   std::unique_ptr<EmbeddedExecutables> embedded_;  // null: none embedded
   FunctionStats* stats_ = nullptr;

@@ -16,8 +16,8 @@ struct Registry {
   std::atomic<int64_t> clusters_created{0};
   std::atomic<int64_t> nodes_clustered{0};
   std::atomic<int64_t> loaded_executables{0};
-  std::atomic<int64_t> bf16_weight_packs{0};
-  std::atomic<int64_t> bf16_weight_bytes{0};
+  std::atomic<int64_t> weight_packs[2]{{0}, {0}};  // [0]: bf16, [1]: fp32
+  std::atomic<int64_t> weight_bytes[2]{{0}, {0}};
 };
 
 Registry& GetRegistry() {
@@ -147,13 +147,11 @@ void RecordExecutableLoaded(int64_t delta) {
   GetRegistry().loaded_executables += delta;
 }
 
-void RecordBf16WeightPack(int64_t bytes) {
+void RecordWeightPacks(bool bf16, int64_t packs, int64_t bytes) {
   Registry& r = GetRegistry();
-  ++r.bf16_weight_packs;
-  r.bf16_weight_bytes += bytes;
+  r.weight_packs[bf16 ? 0 : 1] += packs;
+  r.weight_bytes[bf16 ? 0 : 1] += bytes;
 }
-
-void RecordBf16WeightRelease(int64_t bytes) { GetRegistry().bf16_weight_bytes -= bytes; }
 
 std::string StatsToJson() {
   Registry& r = GetRegistry();
@@ -184,10 +182,12 @@ std::string StatsToJson() {
   out += "}, ";
   AppendField("loaded_executables",
               std::to_string(r.loaded_executables.load()), &out);
-  out += ", \"bf16_weights\": {";
-  AppendField("packs", std::to_string(r.bf16_weight_packs.load()), &out);
-  out += ", ";
-  AppendField("bytes", std::to_string(r.bf16_weight_bytes.load()), &out);
+  for (int i = 0; i < 2; ++i) {
+    out += i == 0 ? ", \"bf16_weights\": {" : "}, \"fp32_weights\": {";
+    AppendField("packs", std::to_string(r.weight_packs[i].load()), &out);
+    out += ", ";
+    AppendField("bytes", std::to_string(r.weight_bytes[i].load()), &out);
+  }
   out += "}}";
   return out;
 }
@@ -200,7 +200,7 @@ void ResetStats() {
   r.graphs_rewritten = 0;
   r.clusters_created = 0;
   r.nodes_clustered = 0;
-  r.bf16_weight_packs = 0;
+  for (auto& packs : r.weight_packs) packs = 0;
 }
 
 }  // namespace tf_disc

@@ -73,10 +73,9 @@ void RecordGraphRewritten(int64_t clusters, int64_t nodes_clustered);
 // Gauge of dlopen'ed executables still referenced (not zeroed by a reset).
 void RecordExecutableLoaded(int64_t delta);
 
-// bf16 weights packed once per kernel (runtime/packed_weights.h): packs
+// Weights packed once (runtime/packed_weights.h), bf16 or fp32: packs
 // (zeroed by a reset) and the bytes held now (a gauge).
-void RecordBf16WeightPack(int64_t bytes);
-void RecordBf16WeightRelease(int64_t bytes);
+void RecordWeightPacks(bool bf16, int64_t packs, int64_t bytes);
 
 std::string StatsToJson();
 void ResetStats();

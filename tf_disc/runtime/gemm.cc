@@ -205,6 +205,23 @@ bool Packed(const GemmArgs& g) {
   return mode == '1' || (mode != '0' && g.trans_b && g.m <= kSkinnyMaxRows);
 }
 
+// A float GEMM whose B is a weight, packed once (GemmArgs::packed_b32), runs
+// the packed kernel with no B packing per call when B is transposed (any m:
+// the LM head) or m <= kPrepackMaxRows; longer products with row-major B
+// measured no faster than Eigen's (benchmarks/gemm_vs_tf.py --shapes bert-b),
+// so they keep it and their weight is not packed.  DISC_GEMM_PREPACK=0 (an
+// A/B switch) keeps the per-call routes; DISC_GEMM_PACKED=0 too.
+constexpr int64_t kPrepackMaxRows = 512;
+
+bool Prepacked(const GemmArgs& g) {
+  if (g.dtype != DISC_DTYPE_FLOAT || g.batch <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0 ||
+      !PackedGemmAvailable() || (!g.trans_b && g.m > kPrepackMaxRows)) {
+    return false;
+  }
+  return RuntimeSwitchValue(RuntimeSwitch::kGemmPrepack) != '0' &&
+         RuntimeSwitchValue(RuntimeSwitch::kGemmPacked) != '0';
+}
+
 // One task per (batch entry, column tile); the columns past the last full
 // tile (n % kTileCols) go to Eigen in one more task per batch entry.
 void RunSkinny(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
@@ -265,6 +282,7 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
   if (EpilogueAfter<T>(g, num_threads, eigen_pool, parallel_for)) return;
   if (g.k == 0) return Zero<T>(g);
   const double flops = 2.0 * g.batch * g.m * g.n * g.k;
+  if (g.packed_b32 != nullptr && Prepacked(g)) return RunPackedGemm(g, num_threads, parallel_for);
   if (Skinny(g)) return RunSkinny(g, flops < 4e5 ? 1 : num_threads, parallel_for);
   if (Packed(g)) return RunPackedGemm(g, num_threads, parallel_for);
   // Small problems: one thread hop costs more than the work.
@@ -331,6 +349,8 @@ void GemmEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t 
     g.epilogue(g.epilogue_closure, base + r * g.ldc + c0, base + r * g.ldc + c1);
   }
 }
+
+bool PrepackedFp32Applies(const GemmArgs& g) { return Prepacked(g); }
 
 bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
              const GemmParallelFor& parallel_for, std::string* error) {

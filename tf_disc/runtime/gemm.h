@@ -8,7 +8,9 @@
 // the caller's parallel-for runs on TF's intra-op pool, each block being a
 // single-threaded Eigen GEMM; large dense products instead run Eigen's
 // tensor contraction on the same pool.  Short float products (m <= 128) with
-// a transposed B run the packed AVX-512 kernel of gemm_packed.h instead.
+// a transposed B run the packed AVX-512 kernel of gemm_packed.h instead, as
+// do products whose B is a weight packed once (GemmArgs::packed_b32) when B
+// is transposed or m <= 512.
 // Skinny float products (m <= 128, row-major B) skip Eigen's per-call
 // packing of B: a register-tiled kernel streams B, one task per 64-column
 // tile.  An epilogue (bias, activation, residual: a generated elementwise
@@ -26,6 +28,7 @@
 namespace tf_disc {
 
 struct Bf16PackedB;  // gemm_bf16.h
+struct Fp32PackedB;  // gemm_packed.h
 
 struct GemmArgs {
   int32_t dtype;  // DISC_DTYPE_*
@@ -45,6 +48,9 @@ struct GemmArgs {
   // Optional, fast math only: B already packed for the bf16 kernel (a
   // weight that cannot change, packed once; gemm_bf16.h PackBf16B).
   const Bf16PackedB* packed_b = nullptr;
+  // Optional, fp32: B already packed for the packed kernel (a weight that
+  // cannot change, packed once; gemm_packed.h PackFp32B).
+  const Fp32PackedB* packed_b32 = nullptr;
 };
 
 // parallel_for(num_blocks, cost_per_block_in_cycles, fn(begin, end)).
@@ -53,6 +59,11 @@ using GemmParallelFor =
 
 // The epilogue (if any) on C[r0:r1, c0:c1] of batch entry b, just computed.
 void GemmEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
+
+// Whether RunGemm would run an fp32 GEMM like g (dtype float, no bf16
+// flag) on the packed kernel given a pre-packed B (so that packing B once is
+// worth its memory).
+bool PrepackedFp32Applies(const GemmArgs& g);
 
 // Runs the GEMM (and its epilogue); false with *error set for an unsupported dtype or bad
 // arguments (nothing written then).  eigen_pool (an Eigen::ThreadPoolInterface*,

@@ -19,17 +19,20 @@ constexpr int64_t kKc = 384;    // k per packed block: a packed A micro-panel is
 constexpr int64_t kNc = 192;    // columns per task: a packed B block is <= 288 KiB (L2);
                                 // 768 = 4 blocks, an even split on 2 threads
 constexpr int64_t kMinRows = 28;  // rows per task at least (two register tiles)
+constexpr int kPrefetch = 16 * kNr;  // floats of B ahead, into L1: 16 steps of k
+static_assert(kNc % (3 * kNr) == 0, "RunPackedGemm's narrow tasks are thirds of a block");
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// A 64-byte aligned per-thread buffer (0: packed B, 1: packed A), grown on demand.
+// A 64-byte aligned per-thread buffer (0: packed B, 1: packed A, 2: all of
+// A packed by the calling thread for its tasks), grown on demand.
 float* Scratch(int which, int64_t floats) {
   struct Buf {
     float* p = nullptr;
     int64_t n = 0;
     ~Buf() { std::free(p); }
   };
-  thread_local Buf bufs[2];
+  thread_local Buf bufs[3];
   Buf& b = bufs[which];
   if (b.n < floats) {
     std::free(b.p);
@@ -122,7 +125,8 @@ void PackA(const GemmArgs& g, const float* a, int64_t r0, int rows, int64_t k0, 
 
 // C[0:R, 0:32] (+)= Ap Bp over kc: R x 2 accumulators, A broadcast from its
 // packed micro-panel (in L1 across B's panels), B's packed panel row loaded
-// as two zmm.  Columns outside the masks are neither read nor written.
+// as two zmm, kPrefetch ahead prefetched (B packed once streams from memory
+// when m is small).  Columns outside the masks are neither read nor written.
 template <int R>
 void Micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate,
            __mmask16 m0, __mmask16 m1) {
@@ -131,6 +135,8 @@ void Micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, 
   for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
 #pragma GCC unroll 2
   for (int64_t kk = 0; kk < kc; ++kk) {
+    _mm_prefetch(reinterpret_cast<const char*>(bp + kPrefetch), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(bp + kPrefetch + 16), _MM_HINT_T0);
     const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
 #pragma GCC unroll 14
     for (int r = 0; r < R; ++r) {
@@ -159,26 +165,54 @@ constexpr MicroFn kMicro[kMr + 1] = {nullptr,   Micro<1>,  Micro<2>,  Micro<3>, 
                                      Micro<5>,  Micro<6>,  Micro<7>,  Micro<8>, Micro<9>,
                                      Micro<10>, Micro<11>, Micro<12>, Micro<13>, Micro<14>};
 
+// k per block for a GEMM of depth k: blocks of at most kKc, evened out.
+int64_t KBlock(int64_t k) { return CeilDiv(k, CeilDiv(k, kKc)); }
+
+// Where the panel of column c0 (a multiple of kNr) for the k block from k0
+// (kc long) of batch entry bi lies in a pre-packed B: column block by column
+// block (kNc), its k blocks in order, each as Block packs it per call (kc x
+// kNr panels), so that a task reads one contiguous run.
+const float* PackedPanel(const Fp32PackedB& pre, const GemmArgs& g, int64_t bi, int64_t c0,
+                         int64_t k0, int64_t kc) {
+  const int64_t block = c0 / kNc * kNc, panels = CeilDiv(std::min(kNc, g.n - block), kNr);
+  return pre.data + (g.stride_b == 0 ? 0 : bi) * pre.entry + block * g.k +
+         k0 * panels * kNr + (c0 - block) / kNr * kc * kNr;
+}
+
 // C[r0:r1, c0:c1] of batch entry bi (c1 - c0 <= kNc), then its epilogue one
-// row panel at a time while that panel is in cache.
-void Block(const GemmArgs& g, int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+// row panel at a time while that panel is in cache.  B's k block comes from
+// g.packed_b32 when set (c0 a multiple of kNr, c0:c1 within one column
+// block), else is packed here; A's from all_a (SharedA) when set (r0 a
+// multiple of kMr), else is packed here.
+void Block(const GemmArgs& g, int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+           const float* all_a) {
   const float* a = static_cast<const float*>(g.a) + bi * g.stride_a;
   const float* b = static_cast<const float*>(g.b) + bi * g.stride_b;
   float* c = static_cast<float*>(g.c) + bi * g.stride_c;
+  const Fp32PackedB* pre = g.packed_b32;
   const int64_t cols = c1 - c0, panels = CeilDiv(cols, kNr);
-  const int64_t kblocks = CeilDiv(g.k, kKc), kc_max = CeilDiv(g.k, kblocks);
-  float* bp = Scratch(0, kc_max * panels * kNr);
-  float* ap = Scratch(1, kc_max * kAp);
+  const int64_t kc_max = KBlock(g.k);
+  float* bp = pre != nullptr ? nullptr : Scratch(0, kc_max * panels * kNr);
+  float* a_buf = all_a != nullptr ? nullptr : Scratch(1, kc_max * kAp);
+  const float* a_tiles =
+      all_a == nullptr ? nullptr
+                       : all_a + (g.stride_a == 0 ? 0 : bi) * CeilDiv(g.m, kMr) * g.k * kAp;
   for (int64_t k0 = 0; k0 < g.k; k0 += kc_max) {
     const int64_t kc = std::min(kc_max, g.k - k0);
     const bool accumulate = k0 > 0, last = k0 + kc == g.k;
-    PackB(g, b, k0, kc, c0, cols, bp);
+    const float* bk = pre != nullptr ? PackedPanel(*pre, g, bi, c0, k0, kc) : bp;
+    if (pre == nullptr) PackB(g, b, k0, kc, c0, cols, bp);
     for (int64_t r = r0; r < r1; r += kMr) {
       const int rows = static_cast<int>(std::min<int64_t>(kMr, r1 - r));
-      PackA(g, a, r, rows, k0, kc, ap);
+      const float* ap = a_buf;
+      if (all_a == nullptr) {
+        PackA(g, a, r, rows, k0, kc, a_buf);
+      } else {
+        ap = a_tiles + (r / kMr) * g.k * kAp + k0 * kAp;
+      }
       for (int64_t p = 0; p < panels; ++p) {
         const int64_t left = cols - p * kNr;
-        kMicro[rows](kc, ap, bp + p * kc * kNr, c + r * g.ldc + c0 + p * kNr, g.ldc, accumulate,
+        kMicro[rows](kc, ap, bk + p * kc * kNr, c + r * g.ldc + c0 + p * kNr, g.ldc, accumulate,
                      TailMask(left), TailMask(left - 16));
       }
       if (last) GemmEpilogue(g, bi, r, r + rows, c0, c1);
@@ -186,15 +220,52 @@ void Block(const GemmArgs& g, int64_t bi, int64_t r0, int64_t r1, int64_t c0, in
   }
 }
 
+// With B packed once, narrow column tasks would each pack the same rows of
+// A again (12 times for a 768-wide product: a tenth of the work at m = 8):
+// all of A, packed once by the caller as kMr-row tiles of k x kAp (batch
+// entries after each other), when that takes at most kSharedAFloats; else null.
+constexpr int64_t kSharedAFloats = int64_t(2) << 20;  // 8 MiB
+
+const float* SharedA(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
+  const int64_t tiles = CeilDiv(g.m, kMr), entries = g.stride_a == 0 ? 1 : g.batch;
+  const int64_t tile = g.k * kAp;
+  if (entries * tiles * tile > kSharedAFloats) return nullptr;
+  float* all = Scratch(2, entries * tiles * tile);
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t e = t / tiles, r = (t % tiles) * kMr;
+      PackA(g, static_cast<const float*>(g.a) + e * g.stride_a, r,
+            static_cast<int>(std::min<int64_t>(kMr, g.m - r)), 0, g.k, all + t * tile);
+    }
+  };
+  if (num_threads <= 1 || entries * tiles == 1) {
+    body(0, entries * tiles);
+  } else {
+    parallel_for(entries * tiles, 4 * tile + 1, body);
+  }
+  return all;
+}
+
 }  // namespace
 
 bool PackedGemmAvailable() { return true; }
 
 void RunPackedGemm(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
-  const int64_t col_blocks = CeilDiv(g.n, kNc);
+  // Small problems: one thread hop costs more than the work.
+  const double flops = 2.0 * g.batch * g.m * g.n * g.k;
+  const int threads = flops < 4e5 ? 1 : num_threads;
+  // Column blocks of kNc; with B packed once and too few blocks and rows to
+  // split, thirds of them (B needs no packing per task, so narrow tasks cost
+  // nothing more when A is short: a task per 64 columns at m = 8).
+  const int64_t want = 4 * int64_t(std::max(1, num_threads));
+  int64_t cstep = kNc;
+  if (g.packed_b32 != nullptr &&
+      g.batch * CeilDiv(g.n, kNc) * std::max<int64_t>(1, g.m / kMinRows) < 2 * want) {
+    cstep = kNc / 3;
+  }
+  const int64_t col_blocks = CeilDiv(g.n, cstep);
   // Enough tasks for load balance on a shared machine (4 per thread), row
   // blocks on multiples of the register tile and at least kMinRows tall.
-  const int64_t want = 4 * int64_t(std::max(1, num_threads));
   int64_t row_blocks = 1;
   if (g.batch * col_blocks < want) {
     row_blocks = std::min(CeilDiv(want, g.batch * col_blocks),
@@ -203,16 +274,46 @@ void RunPackedGemm(const GemmArgs& g, int num_threads, const GemmParallelFor& pa
   const int64_t rstep = std::min(g.m, CeilDiv(CeilDiv(g.m, row_blocks), kMr) * kMr);
   row_blocks = CeilDiv(g.m, rstep);
   const int64_t per_batch = row_blocks * col_blocks, tasks = g.batch * per_batch;
+  const float* all_a =
+      g.packed_b32 != nullptr && col_blocks > 1 ? SharedA(g, threads, parallel_for) : nullptr;
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t bi = i / per_batch, rb = (i % per_batch) / col_blocks, cb = i % col_blocks;
-      Block(g, bi, rb * rstep, std::min(g.m, (rb + 1) * rstep), cb * kNc,
-            std::min(g.n, (cb + 1) * kNc));
+      Block(g, bi, rb * rstep, std::min(g.m, (rb + 1) * rstep), cb * cstep,
+            std::min(g.n, (cb + 1) * cstep), all_a);
     }
   };
-  const double flops = 2.0 * g.batch * g.m * g.n * g.k;
-  if (num_threads <= 1 || flops < 4e5 || tasks == 1) return run(0, tasks);
+  if (threads <= 1 || tasks == 1) return run(0, tasks);
   parallel_for(tasks, static_cast<int64_t>(flops / tasks / 32) + 1, run);
+}
+
+std::unique_ptr<Fp32PackedB> PackFp32B(const GemmArgs& g, int num_threads,
+                                       const GemmParallelFor& parallel_for) {
+  if (g.batch <= 0 || g.n <= 0 || g.k <= 0 || g.b == nullptr) return nullptr;
+  const int64_t entries = g.stride_b == 0 ? 1 : g.batch, blocks = CeilDiv(g.n, kNc);
+  const int64_t entry = CeilDiv(g.n, kNr) * kNr * g.k, kc_max = KBlock(g.k);
+  const size_t bytes = size_t(entries * entry) * sizeof(float);
+  auto* data = static_cast<float*>(std::aligned_alloc(64, CeilDiv(bytes, 64) * 64));
+  if (data == nullptr) return nullptr;
+  auto packed = std::make_unique<Fp32PackedB>(data, bytes, entry);
+  auto body = [&](int64_t begin, int64_t end) {  // one task per (entry, column block)
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t e = t / blocks, c0 = (t % blocks) * kNc, cols = std::min(kNc, g.n - c0);
+      const float* b = static_cast<const float*>(g.b) + e * g.stride_b;
+      float* out = data + e * entry + c0 * g.k;
+      for (int64_t k0 = 0; k0 < g.k; k0 += kc_max) {
+        const int64_t kc = std::min(kc_max, g.k - k0);
+        PackB(g, b, k0, kc, c0, cols, out + k0 * CeilDiv(cols, kNr) * kNr);
+      }
+    }
+  };
+  const int64_t tasks = entries * blocks;
+  if (num_threads <= 1 || tasks == 1) {
+    body(0, tasks);
+  } else {
+    parallel_for(tasks, kNc * g.k + 1, body);
+  }
+  return packed;
 }
 
 #else  // no AVX-512: RunGemm keeps Eigen
@@ -221,6 +322,15 @@ bool PackedGemmAvailable() { return false; }
 
 void RunPackedGemm(const GemmArgs&, int, const GemmParallelFor&) { std::abort(); }
 
+std::unique_ptr<Fp32PackedB> PackFp32B(const GemmArgs&, int, const GemmParallelFor&) {
+  return nullptr;
+}
+
 #endif
+
+Fp32PackedB::Fp32PackedB(float* data, size_t bytes, int64_t entry)
+    : data(data), bytes(bytes), entry(entry) {}
+
+Fp32PackedB::~Fp32PackedB() { std::free(data); }
 
 }  // namespace tf_disc

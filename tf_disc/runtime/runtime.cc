@@ -216,10 +216,9 @@ int32_t KernelRuntime::GemmEpilogue(void* self_ptr, int32_t dtype, int32_t trans
   PoolView pool = ViewPool(self->ctx_);
   GemmArgs args{dtype, trans_a != 0, trans_b != 0, batch, m, n, k, a, lda, stride_a,
                 b, ldb, stride_b, c, ldc, stride_c, epilogue, closure, c_offset};
-  std::shared_ptr<const Bf16PackedB> packed_b;  // a weight's B, packed once
-  if ((dtype & DISC_GEMM_FAST_BF16) != 0 && self->stable_ != nullptr) {
-    packed_b = self->stable_->Find(args, pool.threads, pool.parallel_for);
-    args.packed_b = packed_b.get();
+  std::shared_ptr<const PackedWeights::Pack> packed;  // a weight's B, packed once
+  if ((dtype & ~DISC_GEMM_FAST_BF16) == DISC_DTYPE_FLOAT && self->stable_ != nullptr) {
+    packed = self->stable_->Attach(&args, pool.threads, pool.parallel_for);
   }
   std::string error;
   if (RunGemm(args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) return 0;

@@ -15,7 +15,7 @@ namespace tf_disc {
 
 class KernelRuntime {
  public:
-  // stable (may be null; must outlive this): inputs whose fast-math GEMM B
+  // stable (may be null; must outlive this): inputs whose float GEMM B
   // operands are packed once (packed_weights.h).
   explicit KernelRuntime(tensorflow::OpKernelContext* ctx,
                          const StableInputs* stable = nullptr);
