@@ -83,19 +83,23 @@ def test_packed_bytes_in_the_gauge(one):
 
 def test_batched_and_broadcast_weight(one):
     """B a [3, k, n] variable (one packed entry per batch entry), and a 2-D
-    weight broadcast over A's batch (one entry for all)."""
-    w3 = _rand((3, 70, 45), 3)
-    w2 = _rand((70, 45), 4)
+    weight broadcast over A's batch (one entry for all); n = 145: several
+    column tasks sharing A packed once per batch entry."""
+    w3 = _rand((3, 70, 145), 3)
+    w2 = _rand((70, 145), 4)
     v3, v2 = tf.Variable(w3), tf.Variable(w2)
 
     @tf.function(input_signature=[tf.TensorSpec([3, None, 70], tf.float32)])
     def f(a):
         return tf.matmul(a, v3) + tf.matmul(a, v2)
 
+    packs = _fp32(one)["packs"]
     for rows in (1, 17, 50):
         a = _rand((3, rows, 70), rows)
         want = np.einsum("brk,bkn->brn", a.astype(np.float64), w3) + a.astype(np.float64) @ w2
         _close(f(a).numpy(), want, 70)
+    if PACKED:
+        assert _fp32(one)["packs"] - packs == 2, one.stats()
 
 
 @pytest.mark.parametrize("transpose_b", [False, True])
