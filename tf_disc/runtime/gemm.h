@@ -9,8 +9,8 @@
 // single-threaded Eigen GEMM; large dense products instead run Eigen's
 // tensor contraction on the same pool.  Short float products (m <= 128) with
 // a transposed B run the packed AVX-512 kernel of gemm_packed.h instead, as
-// do products whose B is a weight packed once (GemmArgs::packed_b32) when B
-// is transposed or m <= 512.
+// do products whose B is a weight in transposed layout, packed once
+// (GemmArgs::packed_b32).
 // Skinny float products (m <= 128, row-major B) skip Eigen's per-call
 // packing of B: a register-tiled kernel streams B, one task per 64-column
 // tile.  An epilogue (bias, activation, residual: a generated elementwise
