@@ -69,6 +69,8 @@ OPSET.update({
     "cumsum": IrOpSpec(1, "library", "same"),     # attrs axis, exclusive, reverse
     # (data, indices, segment_ids), attr kind sum|mean|sqrtn: ops/segment.py
     "segment_reduce": IrOpSpec(3, "library", "same", may_fail=True),
+    # (indices..., data...), attr n: ops/dynamic_stitch.py, codegen/scatter.py
+    "dynamic_stitch": IrOpSpec(-1, "library", "same", may_fail=True),
 })
 REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or", "max_ignore_nan")
 # Library ops: run by the runtime (own top-level call, not fused); their
