@@ -40,7 +40,7 @@ PATTERNS = [
 
 
 @pytest.mark.parametrize("pattern", range(len(PATTERNS)))
-@pytest.mark.parametrize("k", [3, 1, 0, 17])
+@pytest.mark.parametrize("k", [3, 1, 0, 17, 64, 100])
 def test_run_time_indices(compiler, pattern, k):
     i, j = PATTERNS[pattern]
     x = rng.standard_normal((len(i), k)).astype(np.float32)

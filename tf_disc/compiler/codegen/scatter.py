@@ -5,16 +5,18 @@ output rows, read by the entry from the run-time indices) and the
 TF's semantics: out[indices[i][j]] = data[i][j] in (i, j) order, so a
 repeated index takes the last row; rows no index names are zero (TF 2.21
 zero-fills its output); an index outside [0, rows) is "indices[j] is out of
-range".  One sequential pass over the indices checks them and records,
-per output row, the source row that wins; the copy then runs in parallel
-over output rows (a source pointer each, null: zeros), so duplicates never
-race."""
+range" (the first in (i, j) order, as TF).  Narrow rows go TF's way: zero
+the output, then one ordered pass checks each index and copies its row.
+Wide rows: the ordered pass records the winning source row of each output
+row, then rows copy (or zero) in parallel, so duplicates never race."""
 from __future__ import annotations
 
 from ..errors import template_text
 from ..ir.core import Op, Value
 from .cstr import c_string
 from .dispatch import emit_launch
+
+_WIDE = 64  # row elements from which rows copy in parallel (memcpy per row)
 
 
 def stitch_len(name: str, parts: list[str]) -> list[str]:
@@ -41,41 +43,58 @@ def emit_dynamic_stitch(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     dn.lines = []
     msg = "indices[{0}] is out of range" + template_text(
         f" (node '{op.attrs['node']}', op {op.attrs['op']})")
-    fail = ("{ char a[32]; snprintf(a, sizeof a, \"%lld\", (long long)j); "
-            f"rt->free_temp(rt->ctx, src); return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
+    fail = ("{ char a[32]; snprintf(a, sizeof a, \"%lld\", (long long)j); if (src) "
+            "rt->free_temp(rt->ctx, src); return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
             f"{c_string(msg)}, a, \"\"); }}")
+    o3 = '__attribute__((optimize("O3")))'  # the host code around is -O1
     body = [f"  {{  // dynamic_stitch {k}: {n} inputs",
             f"    const int64_t rows = {rows}, inner = {inner};",
-            f"    const {t}** src = static_cast<const {t}**>(rt->alloc_temp(rt->ctx, "
-            f"size_t(rows > 0 ? rows : 1) * sizeof(void*)));",
-            "    if (!src) return 1;",
-            "    for (int64_t r = 0; r < rows; ++r) src[r] = nullptr;"]
-    for i, (iv, dv) in enumerate(zip(idx, data)):
-        body += [f"    {{ const int32_t* ix = {ptr[iv]}; const {t}* x = {ptr[dv]};",
-                 f"      const int64_t n = {counts[i]};",
-                 "      for (int64_t j = 0; j < n; ++j) {",
-                 "        const int64_t r = ix[j];",
-                 f"        if (r < 0 || r >= rows) {fail}",
-                 "        src[r] = x + j * inner;",
-                 "      }",
-                 "    }"]
-    body += [
-        "    struct S {",
-        f"      const {t}* const* src; {t}* o; int64_t inner;",
-        "      static void run(void* cl, int64_t b, int64_t e) {",
-        "        const S& c = *static_cast<const S*>(cl);",
-        "        for (int64_t r = b; r < e; ++r) {",
-        f"          {t}* o = c.o + r * c.inner;",
-        f"          if (c.src[r]) std::memcpy(o, c.src[r], size_t(c.inner) * sizeof({t}));",
-        f"          else for (int64_t q = 0; q < c.inner; ++q) o[q] = {t}();",
-        "        }",
-        "      }",
-        "    };",
-        f"    S ds{k} = {{src, {ptr[out_v]}, inner}};",
-        "    if (rows > 0 && inner > 0) {",
-        *emit_launch("rows", "inner", "S::run", f"&ds{k}"),
-        "    }",
-        "    rt->free_temp(rt->ctx, src);"]
+            f"    const int32_t* ix[{n}] = {{{', '.join(ptr[v] for v in idx)}}};",
+            f"    const {t}* xs[{n}] = {{{', '.join(ptr[v] for v in data)}}};",
+            f"    const int64_t cnt[{n}] = {{{', '.join(counts)}}};",
+            f"    {t}* out = {ptr[out_v]};",
+            "    struct S {",
+            f"      const {t}* const* src; {t}* o; int64_t inner;",
+            f"      static void zero(void* cl, int64_t b, int64_t e) {o3} {{",
+            "        const S& c = *static_cast<const S*>(cl);",
+            f"        std::memset(c.o + b * c.inner, 0, size_t((e - b) * c.inner) * sizeof({t}));",
+            "      }",
+            f"      static void rows(void* cl, int64_t b, int64_t e) {o3} {{",
+            "        const S& c = *static_cast<const S*>(cl);",
+            "        for (int64_t r = b; r < e; ++r) {",
+            f"          if (c.src[r]) std::memcpy(c.o + r * c.inner, c.src[r], "
+            f"size_t(c.inner) * sizeof({t}));",
+            f"          else std::memset(c.o + r * c.inner, 0, size_t(c.inner) * sizeof({t}));",
+            "        }",
+            "      }",
+            f"      static void copy(const {t}* x, {t}* o, int64_t n) {o3} {{",
+            "        for (int64_t q = 0; q < n; ++q) o[q] = x[q];",
+            "      }",
+            "    };",
+            # Narrow rows (TF's way): zero, then one ordered pass that checks and
+            # copies.  Wide rows: an ordered pass records the winning source of
+            # each row, then rows copy (or zero) in parallel.
+            f"    const bool wide = inner >= {_WIDE} && rows > 1;",
+            f"    const {t}** src = wide ? static_cast<const {t}**>(rt->alloc_temp(rt->ctx, "
+            "size_t(rows) * sizeof(void*))) : nullptr;",
+            "    if (wide && !src) return 1;",
+            f"    S ds{k} = {{src, out, inner}};",
+            "    if (wide) {",
+            "      for (int64_t r = 0; r < rows; ++r) src[r] = nullptr;",
+            "    } else if (rows > 0 && inner > 0) {",
+            *emit_launch("rows", "inner", "S::zero", f"&ds{k}"),
+            "    }",
+            f"    for (int i = 0; i < {n}; ++i)",
+            "      for (int64_t j = 0; j < cnt[i]; ++j) {",
+            "        const int64_t r = ix[i][j];",
+            f"        if (r < 0 || r >= rows) {fail}",
+            "        if (wide) src[r] = xs[i] + j * inner;",
+            "        else S::copy(xs[i] + j * inner, out + r * inner, inner);",
+            "      }",
+            "    if (wide) {",
+            *emit_launch("rows", "inner", "S::rows", f"&ds{k}"),
+            "      rt->free_temp(rt->ctx, src);",
+            "    }"]
     for name in op.attrs.get("frees", []):
         body.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
     body.append("  }")
