@@ -20,7 +20,7 @@ from .gemm import emit_dot, emit_dot_with_epilogue
 from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo, launch
 from .reduce import emit_cumsum, emit_reduce
-from .scatter import emit_dynamic_stitch, stitch_len
+from .scatter import emit_dynamic_stitch, emit_segment_sum, stitch_len
 from .segment import emit_segment_reduce
 from .stitch import StitchInfo, emit_stitch_launch
 from .prelude import ERROR_MESSAGES
@@ -272,6 +272,8 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
             body += emit_segment_reduce(op, dn, ptr, k)
         elif op.name == "dynamic_stitch":
             body += emit_dynamic_stitch(op, dn, ptr, k)
+        elif op.name == "segment_sum":
+            body += emit_segment_sum(op, dn, ptr, k)
     body.append("  return 0;")
     if entry_name:
         entry = [f"int32_t {entry_name}(const DiscRuntime* rt, const DiscBuffer* inputs, "

@@ -1,6 +1,7 @@
-"""C++ for DynamicStitch (ops/dynamic_stitch.py): the `stitchlen` dim (its
-output rows, read by the entry from the run-time indices) and the
-`dynamic_stitch` library op.
+"""C++ for the row scatters: DynamicStitch (ops/dynamic_stitch.py: the
+`stitchlen` dim, its output rows read by the entry from the run-time
+indices, and the `dynamic_stitch` library op) and UnsortedSegmentSum
+(ops/unsorted_segment.py: the `segment_sum` library op).
 
 TF's semantics: out[indices[i][j]] = data[i][j] in (i, j) order, so a
 repeated index takes the last row; rows no index names are zero (TF 2.21
@@ -29,6 +30,12 @@ def stitch_len(name: str, parts: list[str]) -> list[str]:
                   f"    for (int64_t j = 0; j < n; ++j) "
                   f"if (int64_t(ix[j]) + 1 > {name}) {name} = int64_t(ix[j]) + 1; }}"]
     return lines
+
+
+def _close(op: Op, out: list[str], body: list[str]) -> list[str]:
+    """The dim lines, the op's block and its frees, closed."""
+    frees = [f"    if ({name}) rt->free_temp(rt->ctx, {name});" for name in op.attrs.get("frees", [])]
+    return out + body + frees + ["  }"]
 
 
 def emit_dynamic_stitch(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
@@ -95,7 +102,50 @@ def emit_dynamic_stitch(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
             *emit_launch("rows", "inner", "S::rows", f"&ds{k}"),
             "      rt->free_temp(rt->ctx, src);",
             "    }"]
-    for name in op.attrs.get("frees", []):
-        body.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
-    body.append("  }")
-    return out + body
+    return _close(op, out, body)
+
+
+def emit_segment_sum(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
+    """UnsortedSegmentSum (TF's CPU kernel): zero the output, then one
+    ordered pass adds row j of data to out[ids[j]]; negative ids are
+    dropped, ids >= num_segments are TF's error naming ids' position."""
+    seg, data = op.operands
+    out_v = op.result
+    t, ti = out_v.dtype.ctype, seg.dtype.ctype
+    rows = dn(out_v.shape[0])
+    inner = " * ".join(dn(d) for d in out_v.shape[1:]) or "int64_t(1)"
+    sdims = [dn(d) for d in seg.shape]
+    count = " * ".join(sdims) or "int64_t(1)"
+    out = list(dn.lines)
+    dn.lines = []
+    msg = "segment_ids{0} = {1}" + template_text(
+        f" (node '{op.attrs['node']}', op {op.attrs['op']})")
+    rank = max(len(sdims), 1)
+    fail = ["        if (r >= rows) {",
+            f"          const int64_t sd[{rank}] = {{{', '.join(sdims) or '1'}}};",
+            f"          int64_t gi[{rank}] = {{0}}, rem = j;",
+            f"          for (int d = {len(sdims) - 1}; d >= 0; --d) {{ gi[d] = rem % sd[d]; "
+            "rem /= sd[d]; }",
+            "          char a[512], b[128];",
+            f"          disc_fmt_shape(a, sizeof a, gi, {len(sdims)});",
+            "          snprintf(b, sizeof b, \"%lld is out of range [0, %lld)\", (long long)r, "
+            "(long long)rows);",
+            f"          return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, {c_string(msg)}, a, b);",
+            "        }"]
+    o3 = '__attribute__((optimize("O3")))'  # the host code around is -O1
+    body = [f"  {{  // segment_sum {k}",
+            f"    const int64_t rows = {rows}, inner = {inner}, n = {count};",
+            f"    const {ti}* ids = {ptr[seg]}; const {t}* x = {ptr[data]}; {t}* out = {ptr[out_v]};",
+            "    struct S {",
+            f"      static void add(const {t}* x, {t}* o, int64_t n) {o3} {{",
+            "        for (int64_t q = 0; q < n; ++q) o[q] += x[q];",
+            "      }",
+            "    };",
+            f"    if (rows > 0 && inner > 0) std::memset(out, 0, size_t(rows * inner) * sizeof({t}));",
+            "    for (int64_t j = 0; j < n; ++j) {",
+            "      const int64_t r = ids[j];",
+            "      if (r < 0) continue;",
+            *fail,
+            "      S::add(x + j * inner, out + r * inner, inner);",
+            "    }"]
+    return _close(op, out, body)

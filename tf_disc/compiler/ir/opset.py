@@ -71,6 +71,8 @@ OPSET.update({
     "segment_reduce": IrOpSpec(3, "library", "same", may_fail=True),
     # (indices..., data...), attr n: ops/dynamic_stitch.py, codegen/scatter.py
     "dynamic_stitch": IrOpSpec(-1, "library", "same", may_fail=True),
+    # (segment_ids, data): ops/unsorted_segment.py, codegen/scatter.py
+    "segment_sum": IrOpSpec(2, "library", "attr", may_fail=True),
 })
 REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or", "max_ignore_nan")
 # Library ops: run by the runtime (own top-level call, not fused); their
