@@ -19,6 +19,7 @@ from .conv import emit_window
 from .gemm import emit_dot, emit_dot_with_epilogue
 from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo, launch
+from .labels import emit_label_check
 from .reduce import emit_cumsum, emit_reduce
 from .scatter import emit_dynamic_stitch, emit_segment_sum, stitch_len
 from .segment import emit_segment_reduce
@@ -274,6 +275,8 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
             body += emit_dynamic_stitch(op, dn, ptr, k)
         elif op.name == "segment_sum":
             body += emit_segment_sum(op, dn, ptr, k)
+        elif op.name == "label_check":
+            body += emit_label_check(op, dn, ptr, k)
     body.append("  return 0;")
     if entry_name:
         entry = [f"int32_t {entry_name}(const DiscRuntime* rt, const DiscBuffer* inputs, "

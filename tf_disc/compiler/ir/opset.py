@@ -73,6 +73,8 @@ OPSET.update({
     "dynamic_stitch": IrOpSpec(-1, "library", "same", may_fail=True),
     # (segment_ids, data): ops/unsorted_segment.py, codegen/scatter.py
     "segment_sum": IrOpSpec(2, "library", "attr", may_fail=True),
+    # labels -> labels, checked in [0, attr classes): ops/sparse_xent.py, codegen/labels.py
+    "label_check": IrOpSpec(1, "library", "same", may_fail=True),
 })
 REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or", "max_ignore_nan")
 # Library ops: run by the runtime (own top-level call, not fused); their
