@@ -1,6 +1,6 @@
 """SparseSoftmaxCrossEntropyWithLogits (every Keras sparse categorical loss
-and its gradient): loss = log(sum(exp(z))) - z[label], backprop = softmax -
-onehot(label), z = logits - max(logits), with TF's (xent_op.h) formulas.
+and its gradient): loss = log(sum(exp(z))) - z[label] (a gather), backprop =
+softmax - onehot(label), z = logits - max(logits), with TF's (xent_op.h) formulas.
 
 TF checks every label against [0, classes) before computing; the
 `label_check` library op (codegen/labels.py) does the same and returns the
@@ -11,7 +11,8 @@ from .. import dtypes
 from ..dtypes import FLOATS, INTS
 from ..errors import ShapeError
 from ..ir.core import Op
-from ..shapes.symbolic import dim_ifzero, dim_min
+from ..shapes.symbolic import dim_ifzero, dim_min, dim_mul
+from .hostvals import make_host
 from .reduce import reduce_value
 from .rule import OpRule
 
@@ -38,19 +39,25 @@ def lower_sparse_xent(b, node, xs):
             "lhs": [some], "rhs": ["1"], "lhs_shape": list(logits.shape), "rhs_shape": []}))
     checked = b.emit("label_check", [labels], labels.dtype, labels.shape, classes=classes,
                      node=node.name, op=node.op)
-    m = b.broadcast_to(reduce_value(b, logits, [1], "max_ignore_nan", True), logits.shape)
+    mx = reduce_value(b, logits, [1], "max_ignore_nan", False)
+    m = b.emit("broadcast_in_dim", [mx], mx.dtype, logits.shape, broadcast_dimensions=[0])
     z = b.elementwise("subtract", logits, m)
     e = b.elementwise("exponential", z)
     s = reduce_value(b, e, [1], "sum", False)
     s_b = b.emit("broadcast_in_dim", [s], s.dtype, logits.shape, broadcast_dimensions=[0])
+    label = b.reshape_to(b.convert(checked, dtypes.I64), (rows,))  # rows == labels' (checked)
+    # z[label] = logits[b * classes + label] - max: a gather, not another pass
+    flat = b.emit("reshape", [logits], logits.dtype, (dim_mul(rows, classes),))
+    row = b.emit("iota", [], dtypes.I64, (rows,), dimension=0)
+    stride = b.broadcast_to(make_host(b, [classes], dtypes.I64, scalar=True), (rows,))
+    at = b.elementwise("add", b.elementwise("multiply", row, stride), label)
+    picked = b.elementwise("subtract", b.emit("gather", [flat, at], logits.dtype, (rows,), axis=0),
+                           mx)
+    loss = b.elementwise("subtract", b.elementwise("log", s), picked)
     col = b.emit("iota", [], dtypes.I64, logits.shape, dimension=1)
-    lab = b.emit("broadcast_in_dim", [b.convert(checked, dtypes.I64)], dtypes.I64, logits.shape,
-                 broadcast_dimensions=[0])
+    lab = b.emit("broadcast_in_dim", [label], dtypes.I64, logits.shape, broadcast_dimensions=[0])
     hot = b.elementwise("compare", col, lab, direction="EQ")
     zero = b.scalar_like(0, logits)
-    picked = reduce_value(b, b.elementwise("select", hot, z, zero, dtype=logits.dtype), [1],
-                          "sum", False)
-    loss = b.elementwise("subtract", b.elementwise("log", s), picked)
     onehot = b.elementwise("select", hot, b.scalar_like(1, logits), zero, dtype=logits.dtype)
     backprop = b.elementwise("subtract", b.elementwise("divide", e, s_b), onehot)
     return [loss, backprop]
