@@ -76,14 +76,3 @@ def mean_grad(x, w):
 def test_reduce_mean_gradient(compiler, shape):
     run(compiler, mean_grad, [tf.TensorSpec([None] * 4, F), tf.TensorSpec([None], F)],
         [r(*shape), r(shape[-1])])
-
-
-def stitch_runtime_indices(i, x):
-    return tf.dynamic_stitch([i], [x])
-
-
-def test_run_time_indices_are_refused(compiler):
-    concrete = tf.function(stitch_runtime_indices).get_concrete_function(
-        tf.TensorSpec([None], tf.int32), tf.TensorSpec([None], F))
-    reply = compiler.compile(concrete)
-    assert not reply["ok"] and "not known at compile time" in reply["error"], reply

@@ -6,12 +6,13 @@ from __future__ import annotations
 from .errors import Unsupported
 from .ops import (binary, bucketize, gather_nd, grads, matmul, misc, nn_conv, nn_norm, quantize,
                   nn_conv_grad, reduce, select, shape_ops, unary)
-from .ops import band_part, broadcast_grad, dynamic_stitch, half, segment
+from .ops import (band_part, bias_grad, broadcast_grad, dynamic_stitch, half, permutation, segment,
+                  sparse_xent, unsorted_segment)
 from .ops.rule import OpRule
 
 FAMILIES = (unary, binary, select, misc, matmul, shape_ops, reduce, grads, bucketize, gather_nd,
             quantize, nn_conv, nn_conv_grad, nn_norm, band_part, segment, broadcast_grad,
-            dynamic_stitch)
+            dynamic_stitch, bias_grad, permutation, unsorted_segment, sparse_xent)
 
 
 def _build() -> dict[str, OpRule]:
@@ -25,6 +26,12 @@ def _build() -> dict[str, OpRule]:
 
 
 REGISTRY: dict[str, OpRule] = _build()
+# The TF ops that may lower to a `dot` (ops/matmul.py is the one family that
+# emits it), the only IR op fast_math="bf16" changes (passes/fast_math.py).
+# Exported as each op's "dot" in support_table(): the rewrite marks clusters
+# holding a float one (DiscLaunch's fast_math_changes attr), which DiscLaunch
+# and the converter (python/_aot.py) key with the option.
+DOT_OPS = frozenset(rule.name for rule in matmul.RULES)
 
 
 def lookup(op: str) -> OpRule:
@@ -35,7 +42,8 @@ def lookup(op: str) -> OpRule:
 
 
 def support_table() -> dict:
-    """{"ops": {name: {"type_attrs", "attr_values", "const_inputs", "value_inputs"}}}."""
+    """{"ops": {name: {"type_attrs", "attr_values", "const_inputs", "value_inputs",
+    "dot"}}}."""
     ops = {}
     for name, rule in sorted(REGISTRY.items()):
         ops[name] = {
@@ -43,5 +51,6 @@ def support_table() -> dict:
             "attr_values": {a: list(vs) for a, vs in rule.attr_values.items()},
             "const_inputs": list(rule.const_inputs),
             "value_inputs": list(rule.value_inputs),
+            "dot": name in DOT_OPS,
         }
     return {"ops": ops}

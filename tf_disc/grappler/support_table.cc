@@ -195,6 +195,10 @@ bool SetSupportTableFromJson(const std::string& text, std::string* error) {
         into.insert(static_cast<int>(i.as_int()));
       }
     }
+    if (const json::Value* dot = op.second.Find("dot")) {
+      if (!dot->is_bool()) { *error = op.first + ": bad dot"; return false; }
+      support.dot = dot->as_bool();
+    }
     table->ops_[op.first] = std::move(support);
   }
   std::lock_guard<std::mutex> lock(TableMutex());

@@ -45,12 +45,15 @@ void DiscSetCompileCallback(DiscCompileCallback cb);
  *   {"ops": {"<TF op name>": {
  *        "type_attrs": {"<attr>": [<DataType enum int>, ...]},
  *        "attr_values": {"<attr>": [<allowed string/int/bool values>]},
- *        "const_inputs": [<input index>, ...]}}}
+ *        "const_inputs": [<input index>, ...],
+ *        "dot": <bool>}}}
  * type_attrs: every listed type (or list(type)) attr must take allowed types.
  * attr_values: every listed attr must take one of the values (absent = ok).
  * const_inputs: inputs whose *values* the compiler needs; when such an input
  * comes from outside the cluster its arg index goes in DiscLaunch's
  * const_args attr and its value becomes part of the cache key.
+ * dot: the op may lower to a dot (fast_math="bf16" changes it); a cluster
+ * holding a float one gets DiscLaunch's fast_math_changes attr true.
  * Returns 0, or -1 on malformed JSON (table unchanged). */
 int32_t DiscSetSupportTable(const char* json);
 

@@ -41,6 +41,11 @@ REGISTER_OP("DiscLaunch")
     // their buffers cannot change while referenced, so fast math packs
     // GEMM weights among them once (runtime/packed_weights.h).
     .Attr("stable_args: list(int) = []")
+    // Whether fast_math="bf16" can change the cluster's results (it holds an
+    // op that may lower to a float32 `dot`): set by the rewrite from the
+    // support table's "dot" ops (compiler/registry.py DOT_OPS); such
+    // clusters are keyed with the option.  True when absent (older graphs).
+    .Attr("fast_math_changes: bool = true")
     // Compiled ahead of time by blade_disc_tf.convert_saved_model, one entry
     // per cache key (format: tf_disc/ops/embedded.h).
     .Attr("executables: list(string) = []")
@@ -74,36 +79,6 @@ void RecordPackedWeights(PackKind kind, int64_t packs, int64_t bytes) {
   RecordWeightPacks(kind == PackKind::kBf16, packs, bytes);
 }
 
-// Whether cluster `function` may hold a float32 `dot`, the only op that
-// fast_math=bf16 changes (compiler/passes/fast_math.py): a float MatMul,
-// BatchMatMul, Einsum or convolution gradient (ops/matmul.py, nn_conv_grad.py),
-// or a call into another function.  True when the body is not found.
-bool MayHaveFloatDot(OpKernelConstruction* ctx, const std::string& function) {
-  static const char* const kDotOps[] = {
-      "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum",
-      "Conv2DBackpropInput", "Conv2DBackpropFilter", "_FusedMatMul"};
-  const tensorflow::FunctionLibraryDefinition* lib =
-      ctx->function_library() ? ctx->function_library()->GetFunctionLibraryDefinition()
-                              : nullptr;
-  const tensorflow::FunctionDef* def = lib ? lib->Find(function) : nullptr;
-  if (def == nullptr) return true;
-  for (const tensorflow::NodeDef& node : def->node_def()) {
-    if (lib->Find(node.op()) != nullptr) return true;
-    for (const char* op : kDotOps) {
-      if (node.op() != op) continue;
-      bool typed = false;  // no type attr: assume float
-      for (const char* type_attr : {"T", "Ta", "Tb", "Tout"}) {
-        auto it = node.attr().find(type_attr);
-        if (it == node.attr().end()) continue;
-        if (it->second.type() == tensorflow::DT_FLOAT) return true;
-        typed = true;
-      }
-      if (!typed) return true;
-    }
-  }
-  return false;
-}
-
 class DiscLaunchOp : public AsyncOpKernel {
  public:
   explicit DiscLaunchOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
@@ -118,7 +93,7 @@ class DiscLaunchOp : public AsyncOpKernel {
     if (!blobs.empty()) {
       embedded_ = std::make_unique<EmbeddedExecutables>(function_, blobs);
     }
-    fast_math_changes_ = MayHaveFloatDot(ctx, function_);
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("fast_math_changes", &fast_math_changes_));
     fallback_ = std::make_unique<FunctionFallback>(std::move(f));
     stats_ = GetFunctionStats(function_);
   }

@@ -42,27 +42,12 @@ def _cluster_function_bytes(library_path: str, name: str, fallback) -> bytes:
     return buf.raw[:size]
 
 
-# The TF ops that may lower to a float32 `dot`, the only op fast_math=bf16
-# changes (as MayHaveFloatDot in tf_disc/ops/disc_launch_op.cc).
-_DOT_OPS = frozenset(["MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum",
-                      "Conv2DBackpropInput", "Conv2DBackpropFilter", "_FusedMatMul"])
-_FLOAT = 1  # DataType DT_FLOAT
-
-
-def may_have_float_dot(fdefs: Dict[str, object], name: str) -> bool:
-    """Whether fast_math=bf16 may change cluster `name`, so that DiscLaunch
-    keys it with the option: a float dot op, or a call into another function."""
-    fdef = fdefs.get(name)
-    if fdef is None:
-        return True
-    for node in fdef.node_def:
-        if node.op in fdefs:
-            return True
-        if node.op in _DOT_OPS:
-            types = [node.attr[a].type for a in ("T", "Ta", "Tb", "Tout") if a in node.attr]
-            if not types or _FLOAT in types:
-                return True
-    return False
+def fast_math_changes(launch) -> bool:
+    """Whether fast_math=bf16 may change a launch's cluster, so that DiscLaunch
+    keys it with the option: the rewrite's fast_math_changes attr (a float op
+    of compiler/registry.py DOT_OPS in the cluster); true when absent, as the
+    op's default."""
+    return launch.attr["fast_math_changes"].b if "fast_math_changes" in launch.attr else True
 
 
 def launch_shapes(graph_def, input_map_fn: Callable[[], dict]) -> tuple:
@@ -151,7 +136,7 @@ def compile_launches(graph_def, input_map_fn: Callable[[], dict], compile_option
         else:
             try:
                 rep.key, inputs = _request(graph_def, node, shapes[node.name])
-                if compile_options.fast_math and may_have_float_dot(fdefs, fname):
+                if compile_options.fast_math and fast_math_changes(node):
                     rep.key += f"|fast_math={compile_options.fast_math}"  # as DiscLaunch's
             except LookupError as e:
                 rep.reason = str(e)

@@ -19,7 +19,9 @@ from .conv import emit_window
 from .gemm import emit_dot, emit_dot_with_epilogue
 from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo, launch
+from .labels import emit_label_check
 from .reduce import emit_cumsum, emit_reduce
+from .scatter import emit_dynamic_stitch, emit_segment_sum, stitch_len
 from .segment import emit_segment_reduce
 from .stitch import StitchInfo, emit_stitch_launch
 from .prelude import ERROR_MESSAGES
@@ -50,7 +52,8 @@ class DimNames:
         if p[0] == "sym":
             raise KeyError(f"symbol {d} is not read from any input")
         if p[0] == "expr":
-            args = [] if p[1] in ("rangelen", "segcount", "val") else [self(x) for x in p[2]]
+            args = [] if p[1] in ("rangelen", "segcount", "val", "stitchlen") else \
+                [self(x) for x in p[2]]
             name = f"d{len(self.names)}"  # after the args' own locals
             if p[1] in CHECKED:
                 self.lines += checked(name, p[1], args)
@@ -58,6 +61,8 @@ class DimNames:
                 self.lines += floordiv(name, *args)
             elif p[1] in ("rangelen", "segcount"):
                 self.lines += (_range_len if p[1] == "rangelen" else _segment_count)(name, p[2])
+            elif p[1] == "stitchlen":
+                self.lines += stitch_len(name, p[2])
             else:
                 expr = _input_value(p[2]) if p[1] == "val" else _dim_expr(p[1], args)
                 self.lines.append(f"  const int64_t {name} = {expr};")
@@ -266,6 +271,12 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
             body += emit_cumsum(op, dn, ptr, k)
         elif op.name == "segment_reduce":
             body += emit_segment_reduce(op, dn, ptr, k)
+        elif op.name == "dynamic_stitch":
+            body += emit_dynamic_stitch(op, dn, ptr, k)
+        elif op.name == "segment_sum":
+            body += emit_segment_sum(op, dn, ptr, k)
+        elif op.name == "label_check":
+            body += emit_label_check(op, dn, ptr, k)
     body.append("  return 0;")
     if entry_name:
         entry = [f"int32_t {entry_name}(const DiscRuntime* rt, const DiscBuffer* inputs, "

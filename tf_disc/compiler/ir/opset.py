@@ -69,6 +69,12 @@ OPSET.update({
     "cumsum": IrOpSpec(1, "library", "same"),     # attrs axis, exclusive, reverse
     # (data, indices, segment_ids), attr kind sum|mean|sqrtn: ops/segment.py
     "segment_reduce": IrOpSpec(3, "library", "same", may_fail=True),
+    # (indices..., data...), attr n: ops/dynamic_stitch.py, codegen/scatter.py
+    "dynamic_stitch": IrOpSpec(-1, "library", "same", may_fail=True),
+    # (segment_ids, data): ops/unsorted_segment.py, codegen/scatter.py
+    "segment_sum": IrOpSpec(2, "library", "attr", may_fail=True),
+    # labels -> labels, checked in [0, attr classes): ops/sparse_xent.py, codegen/labels.py
+    "label_check": IrOpSpec(1, "library", "same", may_fail=True),
 })
 REDUCE_KINDS = ("sum", "prod", "max", "min", "and", "or", "max_ignore_nan")
 # Library ops: run by the runtime (own top-level call, not fused); their

@@ -5,18 +5,34 @@ compile time, so the Sum's axes stay static and a GradientTape graph is one
 cluster instead of splitting at every broadcast op's gradient.
 
 TF's values need to know which dims are 1, which a run-time dim does not
-tell; see _position for what is compiled instead."""
+tell; see _position for what is compiled instead.  Sum over a size-1 axis
+is a no-op, so the gradient is TF's either way; the raw values are not
+(TF reduces every position where both dims are 1, and returns nothing for
+equal shapes): when they are a cluster result, calls where such a dim is 1
+run the original function (ret_checks, frontend/lower.py)."""
 from __future__ import annotations
 
 from ..dtypes import INTS
 from ..errors import ShapeError, Unsupported
-from ..shapes.symbolic import is_static
+from ..ir.core import Op
+from ..shapes.symbolic import dim_ifzero, dim_sub, is_static
 from .hostvals import host_dims, make_host
 from .rule import OpRule
 from .shape_ops import _assert_eq
 
 _MSG = ("BroadcastGradientArgs: compiled for run-time dims that do not broadcast, "
         "got {0} vs {1}: running this cluster with TensorFlow")
+_ONE_MSG = ("BroadcastGradientArgs: compiled for run-time dims other than 1 (its values "
+            "are a result), got {0} != {1}: running this cluster with TensorFlow")
+
+
+def _not_one_checks(node, dims: list[str]) -> list[Op]:
+    """Fallback checks that each run-time dim is not 1 (ifzero(d - 1, 0, 1)
+    is 1 exactly when d != 1)."""
+    return [Op("assert_dim_eq", [], [], {"node": node.name, "op": node.op, "msg": _ONE_MSG,
+                                         "lhs": [dim_ifzero(dim_sub(d, "1"), "0", "1")],
+                                         "rhs": ["1"], "fallback": True})
+            for d in dims]
 
 
 def _position(b, node, x: str, y: str) -> tuple[bool, bool, bool]:
@@ -52,8 +68,19 @@ def lower_broadcast_gradient_args(b, node, xs):
     padded = [["1"] * (rank - len(s)) + [b.env.canon(d) for d in s] for s in shapes]
     pos = [_position(b, node, x, y) for x, y in zip(*padded)]
     equal = len(shapes[0]) == len(shapes[1]) and all(e for _, _, e in pos)
-    return [make_host(b, [] if equal else [str(p) for p, r in enumerate(pos) if r[k]],
+    outs = [make_host(b, [] if equal else [str(p) for p, r in enumerate(pos) if r[k]],
                       xs[0].dtype) for k in range(2)]
+    if not equal:
+        env = b.env
+        risky = sorted({d for row in padded for d in row
+                        if not is_static(d) and not env.known_one(d)})
+        if risky:
+            checks = getattr(b, "ret_checks", None)
+            if checks is None:
+                checks = b.ret_checks = {}
+            for v in outs:
+                checks.setdefault(v, []).extend(_not_one_checks(node, risky))
+    return outs
 
 
 RULES = [

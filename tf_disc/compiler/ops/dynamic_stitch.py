@@ -1,20 +1,26 @@
-"""DynamicStitch with indices known at compile time (the case GradientTape
-produces: tf.reduce_mean's gradient stitches its kept-dims shape from
-Range(rank) and the reduced axes), so that gradient stays in the cluster.
+"""DynamicStitch and ParallelDynamicStitch.
 
 TF semantics: output[indices[i][j]] = data[i][j, ...]; where an index
-repeats, the later one wins ((i, j) in order).  Shape-valued data (a
-tf.shape and a Fill of ones) give a shape-valued result, so the Reshape
-that reads it keeps symbolic dims; other data are concatenated and
-gathered with the constant permutation.  Indices computed at run time are
-refused (the op then runs in TF)."""
+repeats, the later one wins ((i, j) in order); the output has max(index) + 1
+rows and rows no index names are zero (TF 2.21 zero-fills).
+
+Indices known at compile time (tf.reduce_mean's gradient stitches its
+kept-dims shape from Range(rank) and the reduced axes): shape-valued data
+(a tf.shape and a Fill of ones) give a shape-valued result, so the Reshape
+that reads it keeps symbolic dims; other data are concatenated and gathered
+with the constant permutation.  Indices given at run time (cluster inputs,
+e.g. from DynamicPartition in its gradient or a sharded embedding lookup)
+and plans with gaps lower to the `dynamic_stitch` library op
+(codegen/scatter.py), whose row count the entry reads from the indices
+(dim "stitchlen").  Indices computed inside the cluster are refused (the
+cluster then runs in TF)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..dtypes import ALL, I32
 from ..errors import ShapeError, Unsupported
-from ..shapes.symbolic import is_static
+from ..shapes.symbolic import intern_dim, is_static
 from .hostvals import host_dims, make_host, producer
 from .rule import OpRule
 from .shape_ops import _assert_eq, _concat, _reshape
@@ -62,28 +68,49 @@ def const_value(b, v, depth: int = 0) -> np.ndarray | None:
     return None
 
 
-def _plan(b, node, idx, vals) -> tuple[int, list[tuple[int, int]]]:
-    """(output rows, source (input i, flat row j) of each row): later wins."""
+def _plan(b, node, idx, vals) -> tuple[int, list[tuple[int, int]] | None]:
+    """(output rows, source (input i, flat row j) of each row, None when
+    some row has none): later wins."""
     src: dict[int, tuple[int, int]] = {}
     for i, arr in enumerate(vals):
         for j, k in enumerate(arr.reshape(-1).tolist()):
             if k < 0:
-                raise ShapeError(f"node '{node.name}' ({node.op}): indices[{i}] has a negative "
-                                 f"index {k}")
+                raise ShapeError(f"indices[{j}] is out of range (node '{node.name}', "
+                                 f"op {node.op})")
             src[int(k)] = (i, j)
     size = max(src) + 1 if src else 0
-    if len(src) != size:  # TF leaves the missing rows uninitialized
-        raise Unsupported(f"node '{node.name}' ({node.op}): indices do not cover [0, {size})")
-    return size, [src[k] for k in range(size)]
+    return size, [src[k] for k in range(size)] if len(src) == size else None
+
+
+def _run_time_rows(b, node, idx, vals) -> str:
+    """The output's row count: a constant when every index is, else the
+    dim "stitchlen" that the entry reads from the index inputs (cluster
+    arguments; indices computed in the cluster are refused)."""
+    known = [v for v in vals if v is not None and v.size]
+    const = max(int(v.max()) + 1 for v in known) if known else 0
+    args = []
+    for v, arr in zip(idx, vals):
+        if arr is not None:
+            continue
+        if not (v.name.startswith("arg") and v.name[3:].isdigit()):
+            raise Unsupported(f"node '{node.name}' ({node.op}): indices are computed at run "
+                              "time inside the cluster")
+        args.append(v.name[3:])
+    return intern_dim(f"stitchlen({const},{','.join(args)})")
+
+
+def _scatter(b, node, idx, data, vals, rows: str, tail: tuple):
+    """The `dynamic_stitch` library op: zero-filled rows, TF's range check."""
+    ops = [v if a is None else b.constant(a.reshape(-1).tolist(), I32, a.shape)
+           for v, a in zip(idx, vals)]
+    return b.emit("dynamic_stitch", ops + list(data), data[0].dtype, (rows,) + tail,
+                  node=node.name, op=node.op)
 
 
 def lower_dynamic_stitch(b, node, xs):
     n = len(xs) // 2
     idx, data = xs[:n], xs[n:]
     vals = [const_value(b, v) for v in idx]
-    if any(v is None for v in vals):
-        raise Unsupported(f"node '{node.name}' ({node.op}): indices are not known at "
-                          "compile time")
     r0 = idx[0].type.rank
     if data[0].type.rank < r0:
         raise ShapeError(f"node '{node.name}' ({node.op}): data[0] has rank "
@@ -98,7 +125,11 @@ def lower_dynamic_stitch(b, node, xs):
                    f"data[{i}].shape = {{0}} does not start with indices[{i}].shape "
                    f"{list(ind.shape)} or differs from data[0]'s trailing dims",
                    x.shape, tuple(ind.shape) + tail)
+    if any(v is None for v in vals):
+        return [_scatter(b, node, idx, data, vals, _run_time_rows(b, node, idx, vals), tail)]
     size, src = _plan(b, node, idx, vals)
+    if src is None:
+        return [_scatter(b, node, idx, data, vals, str(size), tail)]
     dtype = data[0].dtype
     if not tail:  # shape-valued data (or constants): a shape-valued result
         hs = [host_dims(b, x) for x in data]
@@ -123,6 +154,7 @@ def _shape(env, shapes, attrs):
 
 
 RULES = [
-    OpRule("DynamicStitch", lower_dynamic_stitch, {"T": ALL}, shape_rule=_shape,
-           dtype_rule=lambda dts, attrs: [dts[len(dts) // 2]], fusion="index"),
+    OpRule(name, lower_dynamic_stitch, {"T": ALL}, shape_rule=_shape,
+           dtype_rule=lambda dts, attrs: [dts[len(dts) // 2]], fusion="index")
+    for name in ("DynamicStitch", "ParallelDynamicStitch")
 ]

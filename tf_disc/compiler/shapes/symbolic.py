@@ -143,8 +143,12 @@ def bcast_parts(d: Dim) -> list[Dim]:
 # the lowerings that use one check it as TF does.
 # "segcount(i,t)": the last element + 1 of the int vector input i (0 when
 # empty): SparseSegment*'s output rows, read by the host.
+# "stitchlen(c,i,j,..)": max(c, 1 + every element of the int32 inputs i, j,
+# ..): DynamicStitch's output rows for run-time indices, read by the host.
 EXPR_FNS = ("mul", "add", "sub", "floordiv", "max", "min", "rangelen", "ifzero", "val",
-            "segcount")
+            "segcount", "stitchlen")
+# The dim functions the host reads from input data (not from shapes).
+DATA_FNS = ("val", "segcount", "stitchlen")
 
 
 def dim_val(arg: int, k: int, tf_enum: int) -> Dim:
@@ -154,9 +158,9 @@ def dim_val(arg: int, k: int, tf_enum: int) -> Dim:
 
 @functools.lru_cache(maxsize=65536)
 def has_value_dims(d: Dim) -> bool:
-    """Whether d depends on run-time data (val/segcount anywhere in it)."""
+    """Whether d depends on run-time data (DATA_FNS anywhere in it)."""
     p = parse_dim(d)
-    if p[0] == "expr" and p[1] in ("val", "segcount"):
+    if p[0] == "expr" and p[1] in DATA_FNS:
         return True
     return p[0] in ("expr", "bcast") and any(has_value_dims(x) for x in p[-1])
 
@@ -170,7 +174,7 @@ def int32_order_safe(d: Dim) -> bool:
     negative sum.  Sizes (symbols, shape arithmetic) stay in range; a sum or
     product of run-time values (val) need not."""
     p = parse_dim(d)
-    if p[0] != "expr" or not has_value_dims(d) or p[1] in ("val", "segcount"):
+    if p[0] != "expr" or not has_value_dims(d) or p[1] in DATA_FNS:
         return True
     return p[1] in ("max", "min") and all(int32_order_safe(x) for x in p[2])
 
@@ -257,7 +261,7 @@ def known_nonneg(d: Dim) -> bool:
         return any(known_nonneg(x) for x in parts)
     if p[0] == "expr" and p[1] == "ifzero":
         return known_nonneg(parts[1]) and known_nonneg(parts[2])
-    return p[0] == "expr" and p[1] == "rangelen"
+    return p[0] == "expr" and p[1] in ("rangelen", "stitchlen")
 
 
 def dim_max(a: Dim, b: Dim) -> Dim:
