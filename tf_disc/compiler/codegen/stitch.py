@@ -15,9 +15,8 @@ import dataclasses
 
 from ..ir.core import Op, Value
 from . import ops as optable
-from .cstr import c_string
 from .dispatch import emit_launch
-from .prelude import ERROR_MESSAGES
+from .host_checks import kernel_error_check
 from .reduce import _combine, _init
 from .kernel import _scalar_const
 
@@ -395,9 +394,7 @@ def emit_stitch_launch(op: Op, info: StitchInfo, dn, ptr: dict[Value, str]) -> l
             f"    if ({c}.err == {OOM_ERROR}) return disc_fail(rt, DISC_ERROR_RESOURCE_EXHAUSTED, "
             "\"out of memory for a row of {0} elements\", disc_int_text("
             f"{dims[-1]}).s, \"\");"]
-    for code, msg in ERROR_MESSAGES.items():
-        out.append(f"    if ({c}.err == {code}) return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
-                   f"{c_string(msg)}, \"\", \"\");")
+    out.append(kernel_error_check(c))
     out += [f"    if ({name}) rt->free_temp(rt->ctx, {name});" for name in op.attrs.get("frees", [])]
     out.append("  }")
     return out
