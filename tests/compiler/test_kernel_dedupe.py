@@ -78,3 +78,38 @@ def test_distinct_kernels_stay():
     concrete = tf.function(two).get_concrete_function(M)
     from blade_disc_tf.compiler.service import compile_to_source
     assert "constexpr DiscParallelFn" not in compile_to_source(*_request(concrete))
+
+
+def test_versions_share_kernels_across_namespaces():
+    a = K.format(n="disc_kernel_0", v="v3", msg="x")
+    b = K.format(n="disc_kernel_4", v="v7", msg="x")
+    seen: dict = {}
+    assert dedupe_kernels([("disc_kernel_0", a)], seen, "disc_speculated") == ([a], [])
+    sources, aliases = dedupe_kernels([("disc_kernel_4", b)], seen, "disc_general")
+    assert sources == [] and aliases == [
+        "using disc_kernel_4_args = disc_speculated::disc_kernel_0_args;",
+        "constexpr DiscParallelFn disc_kernel_4 = disc_speculated::disc_kernel_0;"]
+
+
+def norm_and_tanh(x, w, g, b, a):   # speculated; the tanh kernel is the same in both versions
+    return layernorm(tf.matmul(x, w) + b, g, b), tf.tanh(a) * 2.0 + a
+
+
+def test_general_version_reuses_speculated_kernels(tmp_path):
+    from blade_disc_tf.compiler.service import compile_to_source
+
+    concrete = tf.function(norm_and_tanh).get_concrete_function(M, M, V, V, M)
+    src = compile_to_source(*_request(concrete))
+    assert "namespace disc_general {" in src
+    assert "constexpr DiscParallelFn disc_kernel_0 = disc_speculated::disc_kernel_0;" in src
+    reply = compile_request(*_request(concrete), CompileOptions(cache_dir=str(tmp_path)))
+    assert reply["ok"], reply
+    exe = Executable(reply["path"])
+    rng = np.random.default_rng(5)
+    # speculated version (no broadcast), then the general one (b broadcasts)
+    for shapes in [[(3, 8), (8, 8), (8,), (8,), (2, 5)], [(3, 8), (8, 8), (1,), (8,), (4, 3)]]:
+        xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        got = exe(xs, [np.float32, np.float32])
+        want = norm_and_tanh(*[tf.constant(x) for x in xs])
+        for g_, w_ in zip(got, want):
+            np.testing.assert_allclose(g_, w_.numpy(), rtol=2e-4, atol=2e-4)

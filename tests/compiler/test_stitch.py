@@ -68,6 +68,32 @@ def test_group_stays_convex_around_a_dot():
     assert "add" in [o.name for o in second.region.ops]
 
 
+def test_next_layers_broadcast_is_not_exported():
+    # %v6 (layer 2's gamma over the rows) joins group 1 through the shared
+    # %v1 and layer 2's multiply, which waits for the dot: it must stay with
+    # layer 2's group, not be written out by group 1 at the row shape
+    text = """func @f(%arg0: f32[s0,s1], %arg1: f32[s1,s1], %arg2: f32[s1]) {
+  %v0 = reduce(%arg0) {"dimensions": [1],"kind": "sum"} : f32[s0,1]
+  %v1 = broadcast_in_dim(%v0) {"broadcast_dimensions": [0,1]} : f32[s0,s1]
+  %v2 = subtract(%arg0, %v1) : f32[s0,s1]
+  %v3 = dot(%v2, %arg1) {"batch_lhs": [], "batch_rhs": [], "lhs_contract": [1], "lhs_free": [0], "rhs_contract": [0], "rhs_free": [1]} : f32[s0,s1]
+  %v4 = add(%v3, %v1) : f32[s0,s1]
+  %v5 = reduce(%v4) {"dimensions": [1],"kind": "max"} : f32[s0,1]
+  %v6 = broadcast_in_dim(%arg2) {"broadcast_dimensions": [1]} : f32[s0,s1]
+  %v7 = broadcast_in_dim(%v5) {"broadcast_dimensions": [0,1]} : f32[s0,s1]
+  %v8 = multiply(%v7, %v6) : f32[s0,s1]
+  %v9 = multiply(%v8, %v4) : f32[s0,s1]
+  return(%v9)
+}
+"""
+    func = verify(stitch(parse_func(text)))
+    names = [op.name for op in func.ops]
+    assert names == ["stitch", "dot", "stitch"], names
+    first, _, second = func.ops
+    assert len(first.results) == 2, first.results          # %v1 and %v2, not %v6
+    assert "v6" in [r.name for o in second.region.ops for r in o.results]
+
+
 def test_non_last_dim_reduce_is_left_alone():
     text = """func @f(%arg0: f32[s0,s1]) {
   %v0 = reduce(%arg0) {"dimensions": [0],"kind": "sum"} : f32[1,s1]

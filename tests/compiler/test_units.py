@@ -41,6 +41,10 @@ def stacked(x, w, g, b):         # one layer three times: kernels emitted once
     return x
 
 
+def norm_and_tanh(x, w, g, b, a):  # the general version aliases a speculated kernel
+    return layernorm(tf.matmul(x, w) + b, g, b) + tf.reduce_sum(tf.tanh(a) * 2.0 + a)
+
+
 def _func(fn, specs):
     concrete = tf.function(fn).get_concrete_function(*specs)
     inputs = [{"dtype": t.dtype.as_datatype_enum, "rank": t.shape.rank, "value": None}
@@ -61,6 +65,8 @@ def tiny_units(monkeypatch):
     (mlp, [M, M, V], [[(5, 8), (8, 16), (16,)], [(1, 3), (3, 1), (1,)]]),
     (rows, [M], [[(4, 33)], [(1, 1)], [(0, 3)]]),
     (stacked, [M, M, V, V], [[(3, 16), (16, 16), (16,), (16,)], [(5, 1), (1, 1), (1,), (1,)]]),
+    (norm_and_tanh, [M, M, V, V, M], [[(3, 8), (8, 8), (8,), (8,), (2, 5)],
+                                      [(3, 8), (8, 8), (1,), (8,), (4, 3)]]),
 ])
 def test_units_match_tf(tmp_path, tiny_units, fn, specs, shapes):
     func, outs = _func(fn, specs)

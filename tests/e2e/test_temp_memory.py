@@ -29,7 +29,7 @@ def _temps_live(source: str) -> tuple[int, int]:
     the entry in source order."""
     live, most, total = set(), 0, 0
     for line in source.splitlines():
-        alloc = re.search(r"(\w+) = .*rt->alloc_temp\(", line)
+        alloc = re.search(r"disc_temp\(rt, \w+, \d+, &(\w+)\)", line)  # codegen/host_checks.py
         if alloc:
             live.add(alloc.group(1))
             total += 1

@@ -74,19 +74,3 @@ def segment_count(name: str, last: str, count: str) -> List[str]:
     return [f"  int64_t {name} = 0;",
             f"  if ({count} > 0 && __builtin_add_overflow({last}, int64_t(1), &{name})) "
             f"{overflow_fail('adding', last, 'int64_t(1)')}"]
-
-
-def element_count(name: str, dims: List[str]) -> List[str]:
-    """The element count of a buffer of `dims`, checked like TensorShape
-    (left to right, with its message)."""
-    if not dims:
-        return [f"  const int64_t {name} = 1;"]
-    return [f"  int64_t {name} = 1;",
-            f"  {{ const int64_t sd[{len(dims)}] = {{{', '.join(dims)}}};",
-            f"    for (int i = 0; i < {len(dims)}; ++i) if (__builtin_mul_overflow({name}, sd[i], "
-            f"&{name})) {{",
-            "      char a[512];",
-            f"      disc_fmt_shape(a, sizeof a, sd, {len(dims)});",
-            "      return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
-            "\"Shape {0} would have more than 2**63 - 1 elements\", a, \"\");",
-            "    } }"]

@@ -13,8 +13,7 @@ from ..ir.core import Func, Op, Value
 from ..ir.opset import spec
 from ..shapes.symbolic import is_static, parse_dim
 from .cstr import c_string
-from .dim_math import (CHECKED, INT64_MAX, checked, element_count, floordiv, overflow_fail,
-                       range_len, segment_count)
+from .dim_math import CHECKED, checked, floordiv, range_len, segment_count
 from .conv import emit_window
 from .gemm import emit_dot, emit_dot_with_epilogue
 from .index_ops import GATHER_ERROR
@@ -24,7 +23,7 @@ from .reduce import emit_cumsum, emit_reduce
 from .scatter import emit_dynamic_stitch, emit_segment_sum, stitch_len
 from .segment import emit_segment_reduce
 from .stitch import StitchInfo, emit_stitch_launch
-from .prelude import ERROR_MESSAGES
+from .host_checks import alloc_output, alloc_temp, input_check, kernel_error_check
 
 
 
@@ -150,24 +149,16 @@ def _assert(op: Op, dn: DimNames, k: int) -> list[str]:
     return lines
 
 
-def _static_arg_check(func: Func, i: int, a: Value) -> list[str]:
-    """Input i's static dims (proven by Grappler, or chosen by the
+def _input_check(func: Func, i: int, a: Value) -> list[str]:
+    """Input i's rank and static dims (proven by Grappler, or chosen by the
     speculation guard) checked before anything reads them: a wrong proof
     must be TF's InvalidArgument error, never an out-of-bounds kernel."""
-    fixed = [(j, d) for j, d in enumerate(a.shape) if is_static(d)]
-    if not fixed:
-        return []
+    if not any(is_static(d) for d in a.shape):
+        return input_check(i, a.type.rank, None, "")
     want = [d if is_static(d) else "-1" for d in a.shape]
-    cond = " || ".join(f"inputs[{i}].dims[{j}] != {d}" for j, d in fixed)
     msg = (f"DiscLaunch {template_text(func.name)}: input {i} has shape {{0}} but the "
            "cluster was compiled for shape {1} (-1: any size)")
-    return [f"  if ({cond}) {{",
-            f"    {_array('w', want)}",
-            "    char a[512], b[512];",
-            f"    disc_fmt_shape(a, sizeof a, inputs[{i}].dims, {a.type.rank});",
-            f"    disc_fmt_shape(b, sizeof b, w, {a.type.rank});",
-            f"    return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, {c_string(msg)}, a, b);",
-            "  }"]
+    return input_check(i, a.type.rank, want, msg)
 
 
 def _const_array(op: Op) -> str:
@@ -189,9 +180,7 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
                 f"DISC_ERROR_INTERNAL, \"expected {len(func.args)} inputs, got {{0}}\", "
                 "disc_int_text(num_inputs).s, \"\");")
     for i, a in enumerate(func.args):
-        body.append(f"  if (inputs[{i}].rank != {a.type.rank}) return disc_fail(rt, "
-                    f"DISC_ERROR_INTERNAL, \"input {i}: expected rank {a.type.rank}\", \"\", \"\");")
-        body += _static_arg_check(func, i, a)
+        body += _input_check(func, i, a)
         for j, d in enumerate(a.shape):
             if is_static(d) or d in dn.names:   # speculated: equal by the guard
                 continue
@@ -228,22 +217,11 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
             dims = [dn(d) for d in r.shape]
             body += dn.lines
             dn.lines = []
-            n = f"n_{r.name}"  # checked: a wrapped count would size the buffer wrongly
             t = r.dtype.ctype
             if where.startswith("out:"):
-                idx = int(where[4:])
-                body += [*element_count(n, dims), f"  {_array('od_' + r.name, dims)}",
-                         f"  {t}* {r.name} = static_cast<{t}*>(rt->alloc_output(rt->ctx, {idx}, "
-                         f"{len(dims)}, od_{r.name}));",
-                         f"  if (!{r.name} && {n} > 0) return 1;"]
+                body += alloc_output(r.name, t, int(where[4:]), dims)
             else:
-                size = f"int64_t(sizeof({t}))"
-                temps.setdefault(op, []).extend([
-                    *element_count(n, dims),
-                    f"  if ({n} > {INT64_MAX} / {size}) {overflow_fail('multiplying', n, size)}",
-                    f"  {t}* {r.name} = {n} > 0 ? static_cast<{t}*>(rt->alloc_temp("
-                    f"rt->ctx, size_t({n}) * sizeof({t}))) : nullptr;",
-                    f"  if (!{r.name} && {n} > 0) return 1;"])
+                temps.setdefault(op, []).extend(alloc_temp(r.name, t, dims))
             ptr[r] = r.name
     dots: dict[str, tuple[int, Op]] = {}  # dots that wait for their epilogue kernel
     for k, op in enumerate(func.ops):
@@ -329,9 +307,7 @@ def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str],
                 f"    if (n > 0) {{",
                 *launch(k, c, "n"),
                 "    }"]
-    for code, msg in ERROR_MESSAGES.items():
-        out.append(f"    if ({c}.err == {code}) return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
-                   f"{c_string(msg)}, \"\", \"\");")
+    out.append(kernel_error_check(c))
     if k.uses_gather:  # TF: "indices[1,2] = 7 is not in [0, 5)"
         ind_shape, limit = k.uses_gather
         idims = [dn(d) for d in ind_shape]

@@ -16,6 +16,7 @@ import dataclasses
 
 from ..ir.core import Op, Value
 from ..ir.opset import spec
+from ..shapes.symbolic import is_static
 from . import ops as optable
 from .dispatch import emit_launch
 from .index_ops import IndexCtx, emit_index
@@ -180,6 +181,8 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
              "    for (int64_t i = begin; i < end; ++i) {",
              *[ind + s for s in fast],
              "    }"]
+    if rows_always(info):  # the strided loop below would never run
+        return "\n".join(lines + _render_rows(info, slow, always=True) + _tail(info))
     if r >= 2 and nl and not info.needs_idx:
         lines += _render_rows(info, slow)
     lines += ["  } else {"]
@@ -204,22 +207,45 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
                   *[f"        o{j} -= c.st{j}[d] * c.dims[d];" for j in range(nl)],
                   "        idx[d] = 0;",
                   "      }"]
-    lines += ["    }", "  }",
-              "  if (err) __atomic_store_n(&c.err, err, __ATOMIC_RELAXED);",
-              "}", "",
-              f"void {info.name}_chunks(void* closure, int64_t begin, int64_t end) {{",
-              f"  const int64_t n = static_cast<{info.name}_args*>(closure)->n;",
-              f"  {info.name}(closure, begin * {CHUNK}, end * {CHUNK} < n ? end * {CHUNK} : n);",
-              "}", ""]
-    return "\n".join(lines)
+    lines += ["    }"]
+    return "\n".join(lines + _tail(info))
 
 
-def _render_rows(info: KernelInfo, slow: list[str]) -> list[str]:
+def _tail(info: KernelInfo) -> list[str]:
+    """The end of the kernel function (after its last loop) and its chunked
+    entry."""
+    return ["  }",
+            "  if (err) __atomic_store_n(&c.err, err, __ATOMIC_RELAXED);",
+            "}", "",
+            f"void {info.name}_chunks(void* closure, int64_t begin, int64_t end) {{",
+            f"  const int64_t n = static_cast<{info.name}_args*>(closure)->n;",
+            f"  {info.name}(closure, begin * {CHUNK}, end * {CHUNK} < n ? end * {CHUNK} : n);",
+            "}", ""]
+
+
+def rows_always(info: KernelInfo) -> bool:
+    """Whether the row loop's run-time condition is proven by the shapes: the
+    last output dim is static and >= 4, and every strided load reads it from
+    its own last dim, static and not 1 (host.py sets that stride to 1).  The
+    general strided loop is then dead code, not compiled."""
+    r, shape = info.rank, info.op.results[0].shape
+    if r < 2 or not info.loads or info.needs_idx:
+        return False
+    last = shape[-1]
+    if not is_static(last) or int(last) < 4:
+        return False
+    return all(ld.dims and ld.dims[-1] == r - 1 and is_static(ld.source.shape[-1])
+               and int(ld.source.shape[-1]) != 1 for ld in info.loads)
+
+
+def _render_rows(info: KernelInfo, slow: list[str], always: bool = False) -> list[str]:
     """A loop over rows of the last dim, taken when every strided load walks
     that dim contiguously (bias adds, [B,S,C] + [C]): the inner loop is
-    vectorizable like the flat one; outer dims step the per-load offsets."""
+    vectorizable like the flat one; outer dims step the per-load offsets.
+    always: the shapes prove that condition (rows_always), no test."""
     r, nl = info.rank, len(info.loads)
     contiguous = " && ".join(f"c.st{j}[{r - 1}] == 1" for j in range(nl))
+    test = "  } else {" if always else f"  }} else if (c.dims[{r - 1}] >= 4 && {contiguous}) {{"
     step = [f"        for (int d = {r - 2}; d >= 0; --d) {{",
             "          ++idx[d];",
             *[f"          b{j} += c.st{j}[d];" for j in range(nl)],
@@ -227,7 +253,7 @@ def _render_rows(info: KernelInfo, slow: list[str]) -> list[str]:
             *[f"          b{j} -= c.st{j}[d] * c.dims[d];" for j in range(nl)],
             "          idx[d] = 0;",
             "        }"]
-    return [f"  }} else if (c.dims[{r - 1}] >= 4 && {contiguous}) {{",
+    return [test,
             f"    int64_t idx[{r - 1}];",
             "    int64_t rem = begin;",
             f"    int64_t j0 = rem % c.dims[{r - 1}];",

@@ -15,9 +15,8 @@ import dataclasses
 
 from ..ir.core import Op, Value
 from . import ops as optable
-from .cstr import c_string
 from .dispatch import emit_launch
-from .prelude import ERROR_MESSAGES
+from .host_checks import kernel_error_check
 from .reduce import _combine, _init
 from .kernel import _scalar_const
 
@@ -189,8 +188,7 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
             if r in outputs:
                 loop.append(f"c.o{outputs[r]}[row + j] = {em.expr[r]};")
         if loop:
-            body += ["#pragma GCC ivdep", "for (int64_t j = 0; j < R; ++j) {",
-                     *["  " + s for s in loop], "}"]
+            body += _row_loop(info, loop)
         for o in region.ops:
             if o.name == "reduce" and em.phase.get(o.operands[0], 0) == ph:
                 body += _row_reduce(o, em, scratch)
@@ -201,6 +199,26 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
     info.cost = cost + 1 + len(region.outputs)
     info.source = _render(info, scratch, body)
     return info
+
+
+def _row_loop(info: StitchInfo, loop: list[str]) -> list[str]:
+    """One elementwise loop over the row.  Loads whose last dim may
+    broadcast (field sj<k>) get a stride-1 copy of the loop (vectorizable),
+    taken unless this call really broadcasts them (stride 0); only the loops
+    reading such loads are versioned, not the whole row body with its
+    reductions (half of a masked softmax kernel's compile)."""
+    strided = ["#pragma GCC ivdep", "for (int64_t j = 0; j < R; ++j) {",
+               *["  " + x for x in loop], "}"]
+    runtime = [k for k, ld in enumerate(info.loads)
+               if ld.inner == "runtime" and any(f" + j * c.sj{k}]" in x for x in loop)]
+    if not runtime:
+        return strided
+    fast = strided
+    for k in runtime:
+        fast = [x.replace(f" + j * c.sj{k}]", " + j]") for x in fast]
+    unit = " && ".join(f"c.sj{k} == 1" for k in runtime)
+    return [f"if ({unit}) {{", *["  " + x for x in fast], "} else {",
+            *["  " + x for x in strided], "}"]
 
 
 def _minus_row_max(v: Value, producer: dict[Value, Op]) -> bool:
@@ -395,9 +413,7 @@ def emit_stitch_launch(op: Op, info: StitchInfo, dn, ptr: dict[Value, str]) -> l
             f"    if ({c}.err == {OOM_ERROR}) return disc_fail(rt, DISC_ERROR_RESOURCE_EXHAUSTED, "
             "\"out of memory for a row of {0} elements\", disc_int_text("
             f"{dims[-1]}).s, \"\");"]
-    for code, msg in ERROR_MESSAGES.items():
-        out.append(f"    if ({c}.err == {code}) return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
-                   f"{c_string(msg)}, \"\", \"\");")
+    out.append(kernel_error_check(c))
     out += [f"    if ({name}) rt->free_temp(rt->ctx, {name});" for name in op.attrs.get("frees", [])]
     out.append("  }")
     return out
@@ -438,16 +454,6 @@ def _render(info: StitchInfo, scratch: list[Value], body: list[str]) -> str:
             lines.append(f"    int64_t b{k} = 0;")
             if n > 1:
                 lines.append(f"    for (int d = 0; d < {n - 1}; ++d) b{k} += idx[d] * c.st{k}[d];")
-    runtime = [k for k, ld in enumerate(info.loads) if ld.inner == "runtime"]
-    if runtime:
-        # loads whose last dim may broadcast: stride 1 (vectorizable copy of
-        # the body) unless this call really broadcasts them (stride 0)
-        unit = " && ".join(f"c.sj{k} == 1" for k in runtime)
-        fast = list(body)
-        for k in runtime:
-            fast = [x.replace(f" + j * c.sj{k}]", " + j]") for x in fast]
-        body = [f"if ({unit}) {{", *["  " + x for x in fast], "} else {",
-                *["  " + x for x in body], "}"]
     lines += ["    (void)row;", *["    " + s for s in body], "  }"]
     if scratch:
         lines.append("  std::free(mem);")

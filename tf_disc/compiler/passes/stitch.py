@@ -153,6 +153,17 @@ def _drop_escaping_scalars(group: set[Op], rs: RowShape, users: dict,
         group = group - bad
 
 
+def _drop_export_only(group: set[Op], producer: dict, users: dict) -> set[Op]:
+    """Drops members that read no member and that no member reads (e.g. a
+    broadcast of the next layer's LayerNorm gamma that joined through an op
+    _make_convex dropped): the kernel would only write them out, at the
+    row shape, for the ops outside that read them (decode_loop.py's cluster:
+    18 of one kernel's 20 outputs).  Reductions stay."""
+    return {o for o in group if o.name == "reduce"
+            or any(producer.get(x) in group for x in o.operands)
+            or any(u in group for r in o.results for u in users.get(r, []))}
+
+
 def _toposort(ops: list[Op]) -> list[Op]:
     """Stable topological order (program order where dependencies allow)."""
     producer = {r: op for op in ops for r in op.results}
@@ -196,6 +207,7 @@ def stitch(func: Func) -> Func:
         group = _make_convex(_grow(op, rs, producer, users, taken), ops, producer)
         group = _drop_escaping_scalars(_drop_shifted_reads(group, ops, producer, rs), rs,
                                        users, set(func.rets))
+        group = _drop_export_only(group, producer, users)
         if not any(o.name == "reduce" for o in group):
             continue
         taken |= group
