@@ -160,16 +160,25 @@ bool RunCol2Im(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& 
 }
 
 // Whether col2im is used instead of the per-phase convolutions: when every
-// thread gets whole images and the output has 64+ channels (measured,
-// benchmarks/conv_grad_vs_tf.py: 32x14x14x128 3x3 VALID 1.45 -> 1.11 of
-// stock TF's time, 8x32x32 3x3 with 32 output channels 1.11 -> 1.18, the
-// scatter's rows being short).  DISC_CONV_TRANSPOSE_COL2IM=0 / 1 forces it
-// off / on (where supported), for A/B timing in one process (runtime/switches.h).
+// thread gets whole images and the output has 64+ channels, and at stride 1
+// only where the output has 1.2x the gradient's pixels or more (a VALID
+// gradient's "full" convolution, whose direct kernel also multiplies the
+// k-1 rows and columns of zero padding).  Measured by `benchmarks/
+// conv_grad_vs_tf.py --clock cpu` (process CPU time, the machine being
+// shared) with DISC_CONV_TRANSPOSE_COL2IM=0 vs 1, ours / stock TF, direct
+// -> col2im: 32x14x14x128->128 k3 VALID 1.31 -> 1.23, 32x14x14x64 VALID
+// 1.14 -> 1.05; stride 1 SAME stays direct: 8x56x56x64->64 k3 1.10 ->
+// 1.41, 8x56x56x256->64 k1 0.97 -> 1.39, 8x28x28x128 k3 1.04 -> 1.22,
+// 8x14x14x256 k3 1.16 -> 1.41, 8x32x32x32->64 k3 0.94 -> 1.13; stride 2 at
+// 56x56, 64 / 128 channels: 1.31 / 1.16 -> 1.28 / 1.19.
+// DISC_CONV_TRANSPOSE_COL2IM=0 / 1 forces it off / on (where supported),
+// for A/B timing in one process (runtime/switches.h).
 bool UseCol2Im(const DiscWindowArgs& w, int num_threads) {
   if (w.in_h * w.in_w * w.in_c == 0 || w.k_h * w.k_w == 0) return false;
   const char env = RuntimeSwitchValue(RuntimeSwitch::kConvTransposeCol2Im);
   if (env == '0' || env == '1') return env == '1';
-  return w.batch >= num_threads && w.out_c >= 64;
+  if (w.batch < num_threads || w.out_c < 64) return false;
+  return w.stride_h > 1 || w.stride_w > 1 || 5 * w.out_h * w.out_w >= 6 * w.in_h * w.in_w;
 }
 
 template <typename T>
