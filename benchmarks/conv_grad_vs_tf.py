@@ -7,21 +7,34 @@ the filter's shape is known (a weight), images are dynamic.
 Both run the same tf.function body in one process, interleaved (medians):
 stock TF is traced and optimized before blade_disc_tf is enabled.
 
-    python benchmarks/conv_grad_vs_tf.py [--repeats 9]
+    python benchmarks/conv_grad_vs_tf.py [--repeats 9] [--match "input 32x14"]
+                                         [--clock cpu]
+
+--clock cpu times process CPU time (all threads) instead of wall time:
+steadier on a shared machine, for A/B runs of the kernels' switches
+(DISC_CONV_TRANSPOSE_COL2IM=0 / 1 in the environment).
+
+The last three shapes are ResNet-50 training layers (batch 8): the 3x3 64
+at 56x56, the 1x1 256->64 at 56x56 and the strided 3x3 128 (56 -> 28).
+DepthwiseConv2dNativeBackprop* is not lowered by blade_disc_tf (stock TF
+runs it), so there is no depthwise row.
 """
 import argparse
 import os
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from timing import interleaved_medians, print_table  # noqa: E402
+from timing import interleaved_medians, print_table, process_cpu_seconds  # noqa: E402
 
 # (batch, image, in_c, out_c, kernel, stride, padding)
 SHAPES = [(8, 32, 32, 64, 3, 1, "SAME"), (8, 56, 64, 64, 3, 2, "SAME"),
-          (32, 14, 128, 128, 3, 1, "VALID"), (8, 28, 128, 256, 1, 2, "SAME")]
+          (32, 14, 128, 128, 3, 1, "VALID"), (8, 28, 128, 256, 1, 2, "SAME"),
+          (8, 56, 64, 64, 3, 1, "SAME"), (8, 56, 256, 64, 1, 1, "SAME"),
+          (8, 56, 128, 128, 3, 2, "SAME")]
 
 
 OPS = {
@@ -32,6 +45,10 @@ OPS = {
 }
 
 
+def _label(n: int, hw: int, cin: int, cout: int, k: int, s: int, pad: str) -> str:
+    return f"{n}x{hw}x{hw}x{cin}->{cout} k{k}/{s} {pad}"
+
+
 def body(op: str, stride: int, padding: str):
     return lambda x, f, dy: OPS[op](x, f, dy, strides=[1, stride, stride, 1], padding=padding)
 
@@ -39,11 +56,16 @@ def body(op: str, stride: int, padding: str):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--match", default="",
+                        help="only rows whose 'op shape' text contains this")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     cases = []
     for op in ("input", "filter"):
         for n, hw, cin, cout, k, s, pad in SHAPES:
+            if args.match not in f"{op} {_label(n, hw, cin, cout, k, s, pad)}":
+                continue
             x = tf.constant(rng.standard_normal((n, hw, hw, cin)).astype(np.float32))
             f = tf.constant(rng.standard_normal((k, k, cin, cout)).astype(np.float32))
             dy = tf.constant(rng.standard_normal(tf.nn.conv2d(x, f, s, pad).shape)
@@ -56,17 +78,18 @@ def main() -> None:
     import blade_disc_tf as disc
     disc.enable(min_cluster_size=1)
     rows, ratios = [], []
+    clock = process_cpu_seconds if args.clock == "cpu" else time.perf_counter
     for op, n, hw, cin, cout, k, s, pad, sig, stock, x, f, dy in cases:
         ours = tf.function(body(op, s, pad), input_signature=sig)
         got, want = ours(x, f, dy).numpy(), stock(x, f, dy).numpy()
         err = float(np.abs(got - want).max() / max(1.0, np.abs(want).max()))
         med = interleaved_medians({"tf": lambda: stock(x, f, dy), "disc": lambda: ours(x, f, dy)},
-                                  args.repeats)
+                                  args.repeats, clock=clock)
         ratios.append(med["disc"] / med["tf"])
-        rows.append({"op": op, "shape": f"{n}x{hw}x{hw}x{cin}->{cout} k{k}/{s} {pad}",
+        rows.append({"op": op, "shape": _label(n, hw, cin, cout, k, s, pad),
                      "tf_ms": med["tf"] * 1e3, "disc_ms": med["disc"] * 1e3,
                      "disc/tf time": ratios[-1], "max_rel_err": err})
-    print_table("Conv2D gradients, medians", rows)
+    print_table(f"Conv2D gradients, medians ({args.clock} time)", rows)
     clusters = disc.stats()["clusters"].values()
     gmean = float(np.exp(np.mean(np.log(ratios))))
     print(f"\ndisc/tf time: geometric mean {gmean:.3f}, worst {max(ratios):.3f}; "

@@ -4,30 +4,41 @@ These machines are shared and noisy, so every benchmark runs the modes it
 compares in one process, interleaved, and reports medians and ratios."""
 from __future__ import annotations
 
+import resource
 import statistics
 import time
 from typing import Callable, Dict, List
 
 
-def time_calls(fn: Callable[[], object], repeats: int, inner: int = 1) -> List[float]:
+def time_calls(fn: Callable[[], object], repeats: int, inner: int = 1,
+               clock: Callable[[], float] = time.perf_counter) -> List[float]:
     """Seconds per call, `repeats` samples of `inner` calls each."""
     samples = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(inner):
             fn()
-        samples.append((time.perf_counter() - start) / inner)
+        samples.append((clock() - start) / inner)
     return samples
 
 
+def process_cpu_seconds() -> float:
+    """User + system CPU time of this process, all threads: a clock that a
+    busy shared machine's time slicing does not stretch (it does not see a
+    thread waiting for another, so wall time stays the headline)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def interleaved_medians(modes: Dict[str, Callable[[], object]], repeats: int,
-                        inner: int = 1) -> Dict[str, float]:
+                        inner: int = 1,
+                        clock: Callable[[], float] = time.perf_counter) -> Dict[str, float]:
     """Median seconds per call for each mode, sampling the modes in turn so
     that machine noise hits them alike."""
     samples: Dict[str, List[float]] = {name: [] for name in modes}
     for _ in range(repeats):
         for name, fn in modes.items():
-            samples[name].extend(time_calls(fn, 1, inner))
+            samples[name].extend(time_calls(fn, 1, inner, clock))
     return {name: statistics.median(values) for name, values in samples.items()}
 
 

@@ -145,6 +145,20 @@ def test_wide_channels_and_f64(disc, force_col2im, col2im):
            rtol=1e-10)
 
 
+@pytest.mark.parametrize("strides,padding", [(1, "VALID"), (1, "SAME"), (2, "SAME")])
+def test_backprop_input_default_algorithm_64_channels(disc, strides, padding):
+    """64 output channels and whole images per thread, the switch unset:
+    runtime/conv_transpose.cc's own pick (col2im for VALID 6x6 at stride 1,
+    whose output has 2.25x the gradient's pixels, and at stride 2; the
+    per-phase convolution for SAME at stride 1), for every image size."""
+    attrs = _attrs(strides, padding, 1)
+
+    def fn(x, f, dy):
+        return tf.raw_ops.Conv2DBackpropInput(input_sizes=tf.shape(x), filter=f,
+                                              out_backprop=dy, **attrs)
+    _check(disc, fn, _cases([(4, 6, 6), (2, 9, 7), (1, 5, 5)], (3, 3), 64, 7, attrs))
+
+
 def test_gradient_tape_of_a_conv_net(disc):
     """tf.GradientTape's own graph (sizes from ShapeN) is one cluster,
     compiled once for every shape."""

@@ -113,9 +113,23 @@ void Col2ImImages(const DiscWindowArgs& w, int64_t n0, int64_t n1, int64_t chunk
   T* dx = static_cast<T*>(w.output);
   const T* dy = static_cast<const T*>(w.input);
   Eigen::Map<const Mat> f(static_cast<const T*>(w.filter), k, co);
-  std::fill(dx + n0 * w.out_h * w.out_w * ci, dx + n1 * w.out_h * w.out_w * ci, T(0));
+  const int64_t row = w.out_w * ci;  // one output row
+  int64_t zeroed = n0 * w.out_h;  // output rows (n * out_h + y) [n0 * out_h, zeroed) are zero
   for (int64_t p0 = n0 * per_image; p0 < n1 * per_image; p0 += chunk) {
     const int64_t rows = std::min(chunk, n1 * per_image - p0);
+    // Output rows are zeroed just before the first panel that adds into
+    // them (up to the last one the panel's last pixel reaches), so the adds
+    // find them in cache: zeroing a thread's images up front evicted them
+    // (8x56x56x64 3x3/2 SAME, CPU time ours / TF 1.13 -> 1.08; 32x14x14x128
+    // VALID 1.10 -> 1.08).
+    const int64_t last = p0 + rows - 1, ln = last / per_image;
+    const int64_t ly = (last / w.in_w) % w.in_h * w.stride_h + (w.k_h - 1) * w.dilation_h -
+                       w.pad_top;
+    const int64_t need = ln * w.out_h + std::max<int64_t>(0, std::min(w.out_h, ly + 1));
+    if (need > zeroed) {
+      std::fill(dx + zeroed * row, dx + need * row, T(0));
+      zeroed = need;
+    }
     Eigen::Map<Mat>(panel, rows, k).noalias() =
         Eigen::Map<const Mat>(dy + p0 * co, rows, co) * f.transpose();
     for (int64_t r = 0; r < rows; ++r) {
@@ -136,6 +150,7 @@ void Col2ImImages(const DiscWindowArgs& w, int64_t n0, int64_t n1, int64_t chunk
       }
     }
   }
+  std::fill(dx + zeroed * row, dx + n1 * w.out_h * row, T(0));  // rows no window reaches
 }
 
 // Col2im, one part of the images per thread (no two write the same output).
@@ -143,7 +158,10 @@ template <typename T>
 bool RunCol2Im(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& parallel_for,
                std::string* error) {
   const int64_t k = w.k_h * w.k_w * w.out_c;
-  const int64_t chunk = std::max<int64_t>(8, kPanelBytes / static_cast<int64_t>(k * sizeof(T)));
+  // Whole 8-pixel blocks: Eigen's register tile is 8 wide on the panel's
+  // pixel side, a remainder runs a slower path.
+  const int64_t chunk =
+      std::max<int64_t>(8, kPanelBytes / static_cast<int64_t>(k * sizeof(T)) / 8 * 8);
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(num_threads, w.batch));
   std::unique_ptr<T[]> panels(new (std::nothrow) T[parts * chunk * k]);
   if (!panels) {
@@ -160,16 +178,25 @@ bool RunCol2Im(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& 
 }
 
 // Whether col2im is used instead of the per-phase convolutions: when every
-// thread gets whole images and the output has 64+ channels (measured,
-// benchmarks/conv_grad_vs_tf.py: 32x14x14x128 3x3 VALID 1.45 -> 1.11 of
-// stock TF's time, 8x32x32 3x3 with 32 output channels 1.11 -> 1.18, the
-// scatter's rows being short).  DISC_CONV_TRANSPOSE_COL2IM=0 / 1 forces it
-// off / on (where supported), for A/B timing in one process (runtime/switches.h).
+// thread gets whole images and the output has 64+ channels, and at stride 1
+// only where the output has 1.2x the gradient's pixels or more (a VALID
+// gradient's "full" convolution, whose direct kernel also multiplies the
+// k-1 rows and columns of zero padding).  Measured by `benchmarks/
+// conv_grad_vs_tf.py --clock cpu` (process CPU time, the machine being
+// shared) with DISC_CONV_TRANSPOSE_COL2IM=0 vs 1, ours / stock TF, direct
+// -> col2im: 32x14x14x128->128 k3 VALID 1.31 -> 1.23, 32x14x14x64 VALID
+// 1.14 -> 1.05; stride 1 SAME stays direct: 8x56x56x64->64 k3 1.10 ->
+// 1.41, 8x56x56x256->64 k1 0.97 -> 1.39, 8x28x28x128 k3 1.04 -> 1.22,
+// 8x14x14x256 k3 1.16 -> 1.41, 8x32x32x32->64 k3 0.94 -> 1.13; stride 2 at
+// 56x56, 64 / 128 channels: 1.31 / 1.16 -> 1.28 / 1.19.
+// DISC_CONV_TRANSPOSE_COL2IM=0 / 1 forces it off / on (where supported),
+// for A/B timing in one process (runtime/switches.h).
 bool UseCol2Im(const DiscWindowArgs& w, int num_threads) {
   if (w.in_h * w.in_w * w.in_c == 0 || w.k_h * w.k_w == 0) return false;
   const char env = RuntimeSwitchValue(RuntimeSwitch::kConvTransposeCol2Im);
   if (env == '0' || env == '1') return env == '1';
-  return w.batch >= num_threads && w.out_c >= 64;
+  if (w.batch < num_threads || w.out_c < 64) return false;
+  return w.stride_h > 1 || w.stride_w > 1 || 5 * w.out_h * w.out_w >= 6 * w.in_h * w.in_w;
 }
 
 template <typename T>
