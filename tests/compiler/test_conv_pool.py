@@ -217,8 +217,10 @@ def test_depthwise_epilogue_on_registers(disc, act):
 def test_depthwise_streamed_output(disc, strides):
     """Depthwise + bias + Relu6 whose output passes 8 MiB (2x88x88x160
     floats: non-temporal stores of the register blocks) and smaller ones
-    (ordinary stores), 160 channels (two 4-packet blocks, two 1-packet
-    ones) and 83 (a scalar tail: no streaming)."""
+    (ordinary stores; at stride 1 the 6-pixel groups that load each input
+    vector once per filter row), 160 channels (two 4-packet blocks, two
+    1-packet ones; five 2-packet ones) and 83 (a scalar tail: no
+    streaming)."""
     def fn(x, f, b):
         y = tf.nn.depthwise_conv2d(x, f, [1, strides, strides, 1], "SAME")
         return tf.nn.relu6(tf.nn.bias_add(y, b))
