@@ -518,7 +518,12 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
   // of RunDirectConv over both threads -7%, interleaved medians).
   const int64_t in_floats = w.batch * (pad ? ext_h * ext_w : w.in_h * w.in_w) * w.in_c;
   const bool filter_major = k * ocp > in_floats;
-  const int64_t run_cap = filter_major ? kFilterMajorRun : kRows * kTilesPerTask;
+  // Block-major runs shrink back towards 96 pixels where 256 would leave
+  // fewer than 2 tasks per thread.
+  const int64_t two_per_thread = pixels * blocks / (2 * std::max(num_threads, 1));
+  const int64_t run_cap =
+      filter_major ? std::max(kRows * kTilesPerTask, std::min(kFilterMajorRun, two_per_thread))
+                   : kRows * kTilesPerTask;
   // Runs of at most run_cap pixels, of nearly equal size.
   const int64_t runs = CeilDiv(pixels, run_cap);
   std::atomic<bool> ok{true};
