@@ -9,10 +9,16 @@ interleaved (medians): stock TF is traced and optimized before
 blade_disc_tf is enabled.
 
     python benchmarks/conv_vs_tf.py [--repeats 9] [--batch 1 8] [--image 64 224] [--ab]
+                                    [--cpu]
 
 --ab also times our convolutions with the direct kernel switched off
 (DISC_CONV_DIRECT=0: im2col panels + GEMM, then the epilogue; a plain 1x1
 is a GEMM on the input), interleaved with the other two.
+
+--cpu runs both on one intra-op thread and times the process's CPU time
+instead of wall time: on a shared, loaded machine wall-time ratios of the
+2-thread runs swing by 10-30% between runs, single-thread CPU-time ratios
+by a few percent (the fixed per-call cost counts alike in both).
 """
 import argparse
 import os
@@ -68,7 +74,13 @@ def main() -> None:
     parser.add_argument("--only", default="", help="substring of layer names to run")
     parser.add_argument("--ab", action="store_true",
                         help="also time ours with DISC_CONV_DIRECT=0 (im2col + GEMM)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="one intra-op thread, process CPU time instead of wall time")
     args = parser.parse_args()
+    if args.cpu:  # before the first op initializes the thread pools
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    clock = time.process_time if args.cpu else time.perf_counter
     rng = np.random.default_rng(0)
     sig = [tf.TensorSpec([None] * 4, tf.float32), tf.TensorSpec([None] * 4, tf.float32),
            tf.TensorSpec([None], tf.float32)]
@@ -102,7 +114,7 @@ def main() -> None:
         modes = {"tf": lambda: stock(x, f, b), "disc": lambda: ours(x, f, b)}
         if args.ab:
             modes["im2col"] = lambda: im2col(ours, x, f, b)
-        med = interleaved_medians(modes, args.repeats, inner=3)
+        med = interleaved_medians(modes, args.repeats, inner=3, clock=clock)
         ratios.append(med["disc"] / med["tf"])
         row = {"layer": name, "batch": batch, "in_hw": hw, "tf_ms": med["tf"] * 1e3,
                "disc_ms": med["disc"] * 1e3, "disc_GF/s": flops / med["disc"] / 1e9,
@@ -110,7 +122,8 @@ def main() -> None:
         if args.ab:
             row["im2col/tf time"] = med["im2col"] / med["tf"]
         rows.append({**row, "first_call_s": first, "max_rel_err": err})
-    print_table("Conv + bias + relu medians (ratio < 1.10 is the goal)", rows)
+    print_table("Conv + bias + relu medians (ratio < 1.10 is the goal)"
+                + (", 1 thread, CPU time" if args.cpu else ""), rows)
     if ratios:
         print(f"\ngeometric mean disc/tf time: {float(np.exp(np.mean(np.log(ratios)))):.3f}"
               f"   worst: {max(ratios):.3f}")

@@ -4,7 +4,6 @@ These machines are shared and noisy, so every benchmark runs the modes it
 compares in one process, interleaved, and reports medians and ratios."""
 from __future__ import annotations
 
-import resource
 import statistics
 import time
 from typing import Callable, Dict, List
@@ -12,7 +11,8 @@ from typing import Callable, Dict, List
 
 def time_calls(fn: Callable[[], object], repeats: int, inner: int = 1,
                clock: Callable[[], float] = time.perf_counter) -> List[float]:
-    """Seconds per call, `repeats` samples of `inner` calls each."""
+    """Seconds per call, `repeats` samples of `inner` calls each (clock:
+    wall time, or e.g. time.process_time for the process's CPU time)."""
     samples = []
     for _ in range(repeats):
         start = clock()
@@ -20,14 +20,6 @@ def time_calls(fn: Callable[[], object], repeats: int, inner: int = 1,
             fn()
         samples.append((clock() - start) / inner)
     return samples
-
-
-def process_cpu_seconds() -> float:
-    """User + system CPU time of this process, all threads: a clock that a
-    busy shared machine's time slicing does not stretch (it does not see a
-    thread waiting for another, so wall time stays the headline)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def interleaved_medians(modes: Dict[str, Callable[[], object]], repeats: int,

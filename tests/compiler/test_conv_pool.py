@@ -119,6 +119,23 @@ def test_conv2d_direct_tiles_with_epilogue(disc):
         _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases)
 
 
+@pytest.mark.parametrize("strides,dil", [(1, 1), (2, 1), (1, 2)])
+def test_conv2d_direct_block_major_runs(disc, strides, dil):
+    """A filter larger than the input (block-major task order) over more
+    than 256 output pixels: runs of up to 256 pixels that cross image
+    boundaries (5 and 7 images), each with its own padded band, and a
+    partial 36-channel block after a full one, with the bias + Relu
+    epilogue."""
+    def fn(x, f, b):
+        y = tf.nn.conv2d(x, f, strides, "SAME", dilations=dil)
+        return tf.nn.relu(tf.nn.bias_add(y, b))
+    images = [(5, 8, 8), (7, 7, 7), (1, 19, 23), (9, 6, 6)]
+    cases = [[x, f, _rand((100,), 80 + i)]
+             for i, (x, f) in enumerate(_conv_cases(images, 3, 3, 48, 100))]
+    with disc.runtime_switches(DISC_CONV_DIRECT="1"):
+        _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases)
+
+
 @pytest.mark.parametrize("padding,k,strides", [("SAME", (3, 3), 1), ("VALID", (1, 1), 1),
                                                ("VALID", (3, 2), 2), ("SAME", (1, 1), 2)])
 def test_grouped_conv2d(disc, padding, k, strides):
@@ -193,6 +210,23 @@ def test_depthwise_epilogue_on_registers(disc, act):
         return act(tf.nn.bias_add(tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], "SAME"), b))
     cases = [[_rand((n, h, w, 86), i), _rand((3, 3, 86, 1), 10 + i), _rand((86,), 20 + i)]
              for i, (n, h, w) in enumerate([(1, 9, 13), (2, 6, 5), (1, 1, 3)])]
+    _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases)
+
+
+@pytest.mark.parametrize("strides", [1, 2])
+def test_depthwise_streamed_output(disc, strides):
+    """Depthwise + bias + Relu6 whose output passes 8 MiB (2x88x88x160
+    floats: non-temporal stores of the register blocks) and smaller ones
+    (ordinary stores; at stride 1 the 6-pixel groups that load each input
+    vector once per filter row), 160 channels (two 4-packet blocks, two
+    1-packet ones; five 2-packet ones) and 83 (a scalar tail: no
+    streaming)."""
+    def fn(x, f, b):
+        y = tf.nn.depthwise_conv2d(x, f, [1, strides, strides, 1], "SAME")
+        return tf.nn.relu6(tf.nn.bias_add(y, b))
+    shapes = [(2, 88 * strides, 88 * strides, 160), (1, 9, 13, 160), (3, 90, 90, 83)]
+    cases = [[_rand(s, i), _rand((3, 3, s[3], 1), 10 + i), _rand((s[3],), 20 + i)]
+             for i, s in enumerate(shapes)]
     _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases)
 
 

@@ -1,6 +1,7 @@
 #include "tf_disc/runtime/conv_direct.h"
 
 #include <Eigen/Core>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
@@ -33,6 +34,13 @@ constexpr int64_t kChunk = 128;
 // Pixel tiles per task: their outputs (kRows * kTilesPerTask x kBlock
 // floats, 24 KiB) stay in L1 across the chunks.
 constexpr int64_t kTilesPerTask = 16;
+// Pixels per task where the filter outweighs the input (block-major order
+// below): each filter chunk, L1-resident, serves more tiles before the next
+// one streams in from L3, the outputs (64 KiB) staying in L2 instead of L1.
+// 3x3 512->512 on 7x7 batch 8 (392 pixels: 2 runs of 196 instead of 5 of
+// 78), RunDirectConv CPU time, medians of 8 alternating processes: 21.1 ->
+// 18.6 ms on 2 threads, 20.4 -> 18.4 ms on 1.
+constexpr int64_t kFilterMajorRun = 256;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -257,6 +265,36 @@ const float* PadVector(const void* v, int64_t oc, int64_t ocp, std::vector<float
   return store->data();
 }
 
+// Outputs above this size go out with non-temporal stores in the depthwise
+// kernel: they leave the caches anyway, and streaming skips the read of
+// every line before its write (DepthwiseRowsF32 CPU time, batch 8, 3x3
+// 144 channels @56, 14 MB out, medians of 8 alternating processes: 4.81 ->
+// 4.03 ms; the direct conv's tiles gained nothing from it at 1x1 64->256
+// and the 7x7 stem, 25 MB out each).
+constexpr int64_t kStreamBytes = int64_t(8) << 20;
+
+// Whether the depthwise outputs (rows `ld` floats apart) stream: large
+// and 64-byte aligned (TF's allocator aligns them; ld a whole packet).
+bool StreamOutput(const void* out, int64_t ld, int64_t bytes) {
+  return kPacket == 16 && bytes > kStreamBytes && ld % kPacket == 0 &&
+         reinterpret_cast<uintptr_t>(out) % 64 == 0;
+}
+
+// Stores a finished, 64-byte aligned output vector past the caches.
+inline void StreamStore(float* dst, Packet v) {
+#if defined(__AVX512F__)
+  if constexpr (kPacket == 16) {
+    _mm512_stream_ps(dst, v);
+    return;
+  }
+#endif
+  ei::pstore(dst, v);
+}
+
+template <int NP, int P>
+inline void StorePixels(Packet (&acc)[P][NP], const BlockEpilogue* epi, int64_t c0, int64_t c,
+                        bool stream, float* out);
+
 // P output pixels of a row (x, x + 1, ...; the same in-bounds taps) of a
 // float depthwise convolution with channel multiplier 1, channels [c0, c0 +
 // NP packets): accumulated over the taps in registers (the loop in
@@ -266,7 +304,7 @@ const float* PadVector(const void* v, int64_t oc, int64_t ocp, std::vector<float
 template <int NP, int P>
 void DepthwisePixels(const DiscWindowArgs& w, const float* in, const float* f, int64_t c0,
                      int64_t by, int64_t bx, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                     const BlockEpilogue* epi, float* out) {
+                     const BlockEpilogue* epi, bool stream, float* out) {
   Packet acc[P][NP];
   for (int q = 0; q < P; ++q)
     for (int p = 0; p < NP; ++p) acc[q][p] = ei::pset1<Packet>(0.f);
@@ -283,20 +321,70 @@ void DepthwisePixels(const DiscWindowArgs& w, const float* in, const float* f, i
           acc[q][p] = ei::pmadd(ei::ploadu<Packet>(src + q * step + p * kPacket), fv[p], acc[q][p]);
     }
   }
+  StorePixels<NP, P>(acc, epi, c0, c, stream, out);
+}
+
+// The P x NP depthwise accumulators of channels [c0, ...) of P pixels (c
+// floats apart) after the epilogue into out.
+template <int NP, int P>
+inline void StorePixels(Packet (&acc)[P][NP], const BlockEpilogue* epi, int64_t c0, int64_t c,
+                        bool stream, float* out) {
   if (epi != nullptr) {
     const BlockEpilogue e{epi->scale ? epi->scale + c0 : nullptr,
                           epi->shift ? epi->shift + c0 : nullptr, epi->activation};
     for (int q = 0; q < P; ++q)
       for (int p = 0; p < NP; ++p) acc[q][p] = Finish(e, p, acc[q][p]);
   }
-  for (int q = 0; q < P; ++q)
-    for (int p = 0; p < NP; ++p) ei::pstoreu(out + q * c + c0 + p * kPacket, acc[q][p]);
+  for (int q = 0; q < P; ++q) {
+    for (int p = 0; p < NP; ++p) {
+      if (stream) {
+        StreamStore(out + q * c + c0 + p * kPacket, acc[q][p]);
+      } else {
+        ei::pstoreu(out + q * c + c0 + p * kPacket, acc[q][p]);
+      }
+    }
+  }
 }
 
-// All channels of P pixels as above, then their epilogue.
-template <int P>
+// As DepthwisePixels for 3 column taps at stride and dilation 1, all in
+// bounds: each input vector, loaded once per filter row, feeds every pixel
+// whose window holds it (up to 3), the row's 3 x NP filter vectors in
+// registers.  DepthwisePixels loads each input vector once per tap (1.25
+// loads per FMA at 4 pixels x 4 packets).
+template <int NP, int P>
+void DepthwiseReuse3(const DiscWindowArgs& w, const float* in, const float* f, int64_t c0,
+                     int64_t by, int64_t bx, int64_t i0, int64_t i1, const BlockEpilogue* epi,
+                     bool stream, float* out) {
+  Packet acc[P][NP];
+  for (int q = 0; q < P; ++q)
+    for (int p = 0; p < NP; ++p) acc[q][p] = ei::pset1<Packet>(0.f);
+  const int64_t c = w.in_c;
+  for (int64_t i = i0; i < i1; ++i) {
+    const float* row = in + ((by + i * w.dilation_h) * w.in_w + bx) * c + c0;
+    const float* frow = f + i * 3 * c + c0;
+    Packet fv[3][NP];
+    for (int j = 0; j < 3; ++j)
+      for (int p = 0; p < NP; ++p) fv[j][p] = ei::ploadu<Packet>(frow + j * c + p * kPacket);
+#pragma GCC unroll 32
+    for (int u = 0; u < P + 2; ++u) {
+      Packet v[NP];
+      for (int p = 0; p < NP; ++p) v[p] = ei::ploadu<Packet>(row + u * c + p * kPacket);
+#pragma GCC unroll 16
+      for (int q = 0; q < P; ++q) {
+        const int j = u - q;
+        if (j < 0 || j >= 3) continue;
+        for (int p = 0; p < NP; ++p) acc[q][p] = ei::pmadd(v[p], fv[j][p], acc[q][p]);
+      }
+    }
+  }
+  StorePixels<NP, P>(acc, epi, c0, c, stream, out);
+}
+
+// All channels of P pixels as above (by DepthwiseReuse3 where `reuse`),
+// then their epilogue.
+template <int P, bool reuse>
 void DepthwiseGroup(const DiscWindowArgs& w, const float* in, int64_t by, int64_t bx,
-                    int64_t i0, int64_t i1, int64_t j0, int64_t j1, float* out) {
+                    int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool stream, float* out) {
   const float* f = static_cast<const float*>(w.filter);
   const int64_t c = w.in_c, full = c / kPacket * kPacket;
   // The epilogue on the registers before the store, not a pass over the
@@ -306,10 +394,17 @@ void DepthwiseGroup(const DiscWindowArgs& w, const float* in, int64_t by, int64_
                           static_cast<const float*>(w.shift), w.activation};
   const BlockEpilogue* epi = HasEpilogue(w) ? &all : nullptr;
   int64_t c0 = 0;
-  for (; c0 + kBlock <= full; c0 += kBlock)
-    DepthwisePixels<kPackets, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, epi, out);
-  for (; c0 < full; c0 += kPacket)
-    DepthwisePixels<1, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, epi, out);
+  if constexpr (!reuse) {
+    for (; c0 + kBlock <= full; c0 += kBlock)
+      DepthwisePixels<kPackets, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, epi, stream, out);
+    for (; c0 < full; c0 += kPacket)
+      DepthwisePixels<1, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, epi, stream, out);
+  } else {  // 2 packets: 16 accumulators, 6 filter and 2 input vectors
+    for (; c0 + 2 * kPacket <= full; c0 += 2 * kPacket)
+      DepthwiseReuse3<2, P>(w, in, f, c0, by, bx, i0, i1, epi, stream, out);
+    for (; c0 < full; c0 += kPacket)
+      DepthwiseReuse3<1, P>(w, in, f, c0, by, bx, i0, i1, epi, stream, out);
+  }
   for (int q = 0; q < P; ++q) {
     const int64_t qx = bx + q * w.stride_w;
     for (int64_t ch = c0; ch < c; ++ch) {  // channels past the last packet
@@ -328,7 +423,20 @@ void DepthwiseGroup(const DiscWindowArgs& w, const float* in, int64_t by, int64_
 
 void DepthwiseRowsF32(const DiscWindowArgs& w, int64_t begin, int64_t end) {
   constexpr int kGroup = 4;  // pixels per DepthwiseGroup where all taps are in bounds
+  constexpr int kWide = 6;    // pixels per DepthwiseReuse3 group
   const int64_t c = w.in_c;
+  auto whole = [&w](int64_t x) {  // all of pixel x's column taps in bounds
+    int64_t j0, j1;
+    TapRange(x * w.stride_w - w.pad_left, w.dilation_w, w.k_w, w.in_w, &j0, &j1);
+    return j0 == 0 && j1 == w.k_w;
+  };
+  const bool stream =
+      StreamOutput(w.output, c, w.batch * w.out_h * w.out_w * c * int64_t(sizeof(float)));
+  // DepthwiseReuse3 for stride-1 3-wide windows (CPU time, batch 8, 3x3
+  // 576 channels @14: -12%; 144 @56 batch 1: -15%), but not on streamed
+  // outputs (144 @56 batch 8: +14-25%, its 2-packet blocks' stores) nor
+  // at stride 2 (no gain: an input vector serves at most 2 pixels).
+  const bool reuse = w.k_w == 3 && w.dilation_w == 1 && w.stride_w == 1 && !stream;
   for (int64_t ny = begin; ny < end; ++ny) {
     const int64_t n = ny / w.out_h, y = ny % w.out_h;
     const int64_t by = y * w.stride_h - w.pad_top;
@@ -338,19 +446,25 @@ void DepthwiseRowsF32(const DiscWindowArgs& w, int64_t begin, int64_t end) {
     for (int64_t x = 0; x < w.out_w;) {
       float* out = static_cast<float*>(w.output) + (ny * w.out_w + x) * c;
       const int64_t bx = x * w.stride_w - w.pad_left;
+      if (reuse && x + kWide <= w.out_w && whole(x) && whole(x + kWide - 1)) {
+        DepthwiseGroup<kWide, true>(w, in, by, bx, i0, i1, 0, 3, stream, out);
+        x += kWide;
+        continue;
+      }
       int64_t j0, j1, l0 = 0, l1 = 0;
       TapRange(bx, w.dilation_w, w.k_w, w.in_w, &j0, &j1);
       if (x + kGroup <= w.out_w && j0 == 0 && j1 == w.k_w)
         TapRange(bx + (kGroup - 1) * w.stride_w, w.dilation_w, w.k_w, w.in_w, &l0, &l1);
       if (l0 == 0 && l1 == w.k_w) {  // the group's first and last pixels: all taps in bounds
-        DepthwiseGroup<kGroup>(w, in, by, bx, i0, i1, j0, j1, out);
+        DepthwiseGroup<kGroup, false>(w, in, by, bx, i0, i1, j0, j1, stream, out);
         x += kGroup;
       } else {
-        DepthwiseGroup<1>(w, in, by, bx, i0, i1, j0, j1, out);
+        DepthwiseGroup<1, false>(w, in, by, bx, i0, i1, j0, j1, stream, out);
         ++x;
       }
     }
   }
+  if (stream) _mm_sfence();  // the streamed stores ordered before the caller's join
 }
 
 bool UseDirectConv(const DiscWindowArgs& w) {
@@ -396,8 +510,6 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
   const int64_t chunks = CeilDiv(k, kChunk);
   const int64_t blocks = CeilDiv(ocp, kBlock);
   const int64_t pixels = w.batch * w.out_h * w.out_w;
-  // Runs of at most kRows * kTilesPerTask pixels, of nearly equal size.
-  const int64_t runs = CeilDiv(pixels, kRows * kTilesPerTask);
   float* out = static_cast<float*>(w.output);
   // Task order: a shard's consecutive tasks share a run's input band
   // (pixel-major) or, where the filter outweighs the input, a channel
@@ -406,6 +518,14 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
   // of RunDirectConv over both threads -7%, interleaved medians).
   const int64_t in_floats = w.batch * (pad ? ext_h * ext_w : w.in_h * w.in_w) * w.in_c;
   const bool filter_major = k * ocp > in_floats;
+  // Block-major runs shrink back towards 96 pixels where 256 would leave
+  // fewer than 2 tasks per thread.
+  const int64_t two_per_thread = pixels * blocks / (2 * std::max(num_threads, 1));
+  const int64_t run_cap =
+      filter_major ? std::max(kRows * kTilesPerTask, std::min(kFilterMajorRun, two_per_thread))
+                   : kRows * kTilesPerTask;
+  // Runs of at most run_cap pixels, of nearly equal size.
+  const int64_t runs = CeilDiv(pixels, run_cap);
   std::atomic<bool> ok{true};
   // Task = (run of output pixels, in NHWC order across rows and images;
   // channel block): every chunk of filter rows is applied to all of the
@@ -414,7 +534,8 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
   auto run = [&](int64_t begin, int64_t end) {
     std::unique_ptr<float[]> tmp;  // a partial block's outputs (ld = its width)
     RunInput input(w, pad, ext_h, ext_w);
-    int64_t pix[kRows * kTilesPerTask];
+    std::vector<int64_t> pixv(run_cap);
+    int64_t* pix = pixv.data();
     int64_t prepared = -1;
     const float* src = nullptr;
     for (int64_t t = begin; t < end; ++t) {
@@ -428,7 +549,7 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
       const int64_t c0 = cb * kBlock, width = std::min(kBlock, ocp - c0);
       const int np = static_cast<int>(width / kPacket);
       const bool partial = c0 + width > oc;
-      if (partial && !tmp) tmp.reset(new (std::nothrow) float[kRows * kTilesPerTask * width]);
+      if (partial && !tmp) tmp.reset(new (std::nothrow) float[run_cap * width]);
       if (src == nullptr || (partial && !tmp)) {
         ok = false;
         return;
