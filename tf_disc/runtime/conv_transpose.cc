@@ -103,16 +103,17 @@ bool Check(const DiscWindowArgs& w, std::string* error) {
 constexpr int64_t kPanelBytes = 512 * 1024;
 
 // Images [n0, n1) of the output by col2im: each panel of gradient pixels
-// times the filter (rows x k_h * k_w * out_c) is added into the output rows
-// its windows cover.
+// times the filter (ft: transposed, in_c x k_h * k_w * out_c), rows x k_h *
+// k_w * out_c, is added into the output rows its windows cover.
 template <typename T>
-void Col2ImImages(const DiscWindowArgs& w, int64_t n0, int64_t n1, int64_t chunk, T* panel) {
+void Col2ImImages(const DiscWindowArgs& w, int64_t n0, int64_t n1, int64_t chunk, const T* ft,
+                  T* panel) {
   using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const int64_t ci = w.out_c, co = w.in_c, k = w.k_h * w.k_w * ci;
   const int64_t per_image = w.in_h * w.in_w;
   T* dx = static_cast<T*>(w.output);
   const T* dy = static_cast<const T*>(w.input);
-  Eigen::Map<const Mat> f(static_cast<const T*>(w.filter), k, co);
+  Eigen::Map<const Mat> f_t(ft, co, k);
   const int64_t row = w.out_w * ci;  // one output row
   int64_t zeroed = n0 * w.out_h;  // output rows (n * out_h + y) [n0 * out_h, zeroed) are zero
   for (int64_t p0 = n0 * per_image; p0 < n1 * per_image; p0 += chunk) {
@@ -130,8 +131,7 @@ void Col2ImImages(const DiscWindowArgs& w, int64_t n0, int64_t n1, int64_t chunk
       std::fill(dx + zeroed * row, dx + need * row, T(0));
       zeroed = need;
     }
-    Eigen::Map<Mat>(panel, rows, k).noalias() =
-        Eigen::Map<const Mat>(dy + p0 * co, rows, co) * f.transpose();
+    Eigen::Map<Mat>(panel, rows, k).noalias() = Eigen::Map<const Mat>(dy + p0 * co, rows, co) * f_t;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t p = p0 + r, x = p % w.in_w, y = (p / w.in_w) % w.in_h, n = p / per_image;
       const T* src = panel + r * k;
@@ -163,15 +163,23 @@ bool RunCol2Im(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& 
   const int64_t chunk =
       std::max<int64_t>(8, kPanelBytes / static_cast<int64_t>(k * sizeof(T)) / 8 * 8);
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(num_threads, w.batch));
-  std::unique_ptr<T[]> panels(new (std::nothrow) T[parts * chunk * k]);
+  std::unique_ptr<T[]> panels(new (std::nothrow) T[parts * chunk * k + k * w.in_c]);
   if (!panels) {
     *error = "conv_transpose: out of memory for col2im panels";
     return false;
   }
+  // The filter transposed once (in_c x k_h * k_w * out_c): Eigen packs its
+  // copy for every panel, faster from this layout than from the filter's
+  // own (A/B, CPU time ours / TF, 21 repeats: 32x14x14x128 VALID 1.09 ->
+  // 1.06, 8x56x56x128 3x3/2 1.10 -> 1.09, 8x56x56x64 3x3/2 1.14 -> 1.11).
+  T* ft = panels.get() + parts * chunk * k;
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<Mat>(ft, w.in_c, k) =
+      Eigen::Map<const Mat>(static_cast<const T*>(w.filter), k, w.in_c).transpose();
   const int64_t cost = w.in_h * w.in_w * k * w.in_c * w.batch / parts + 1;
   parallel_for(parts, cost, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part)
-      Col2ImImages(w, w.batch * part / parts, w.batch * (part + 1) / parts, chunk,
+      Col2ImImages(w, w.batch * part / parts, w.batch * (part + 1) / parts, chunk, ft,
                    panels.get() + part * chunk * k);
   });
   return true;
