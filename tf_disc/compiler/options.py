@@ -17,7 +17,3 @@ class CompileOptions:
     # "" or "bf16": precision of float GEMMs (README "Fast math").  A compile
     # request's own "fast_math" (the key DiscLaunch computed) takes precedence.
     fast_math: str = ""
-    # The caller runs its requests in TF meanwhile (async_compile): the C++
-    # compiler runs at a lower CPU priority (build/command.py BACKGROUND_NICE)
-    # so those requests are not slowed by it.
-    background: bool = False

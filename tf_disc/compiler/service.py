@@ -102,8 +102,7 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         path, compiled, key = build(
             sources, options.cache_dir, options.cxx, tuple(options.extra_cflags),
             options.forbid_compile, options.timeout_s,
-            os.path.join(dump_dir, "compile.log") if dump_dir else None, key_source=library,
-            background=options.background)
+            os.path.join(dump_dir, "compile.log") if dump_dir else None, key_source=library)
         secs = time.monotonic() - t0
         log.info("cluster %s -> %s (compiled=%s, %.2fs)", request.get("function"), path,
                  compiled, secs)

@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import __version__
 from ..errors import CompileError
-from .command import compile_command, compiler_identity, link_command, niced, object_command
+from .command import compile_command, compiler_identity, link_command, object_command
 
 log = logging.getLogger("blade_disc_tf.compiler")
 
@@ -184,10 +184,9 @@ def _check(procs: list[subprocess.CompletedProcess], t0: float,
 
 
 def _compile(sources: list[str], tmp_so: str, directory: str, key: str, cxx: str,
-             extra: tuple, timeout_s: float, log: list[str], temps: list[str],
-             background: bool = False) -> None:
+             extra: tuple, timeout_s: float, log: list[str], temps: list[str]) -> None:
     """sources -> tmp_so: one command for one unit; else the units compiled
-    to objects in parallel, then linked (background: niced, command.niced)."""
+    to objects in parallel, then linked."""
     srcs = []
     for text in sources:
         fd, path = tempfile.mkstemp(suffix=".cc", dir=directory, prefix=f".{key[:16]}-")
@@ -198,16 +197,14 @@ def _compile(sources: list[str], tmp_so: str, directory: str, key: str, cxx: str
     t0 = time.monotonic()
     try:
         if len(srcs) == 1:
-            _check(_run_all([niced(compile_command(cxx, srcs[0], tmp_so, extra), background)],
-                            timeout_s), t0, log)
+            _check(_run_all([compile_command(cxx, srcs[0], tmp_so, extra)], timeout_s), t0, log)
             return
         objs = [p[:-3] + ".o" for p in srcs]
         temps += objs
-        _check(_run_all([niced(object_command(cxx, s, o, extra), background)
-                         for s, o in zip(srcs, objs)], timeout_s), t0, log)
+        _check(_run_all([object_command(cxx, s, o, extra) for s, o in zip(srcs, objs)],
+                        timeout_s), t0, log)
         left = max(0.1, timeout_s - (time.monotonic() - t0))
-        _check(_run_all([niced(link_command(cxx, objs, tmp_so, extra), background)], left),
-               t0, log)
+        _check(_run_all([link_command(cxx, objs, tmp_so, extra)], left), t0, log)
     except subprocess.TimeoutExpired:
         raise CompileError(f"C++ compiler timed out after {timeout_s:g}s") from None
     except OSError as e:
@@ -215,7 +212,7 @@ def _compile(sources: list[str], tmp_so: str, directory: str, key: str, cxx: str
 
 
 def _compile_into(directory: str, key: str, sources: list[str], cxx: str, extra: tuple,
-                  timeout_s: float, log_path: str | None, background: bool = False) -> str:
+                  timeout_s: float, log_path: str | None) -> str:
     path = os.path.join(directory, f"{key}.so")
     fd, tmp_so = tempfile.mkstemp(suffix=".so", dir=directory, prefix=f".{key[:16]}-")
     os.close(fd)
@@ -224,8 +221,7 @@ def _compile_into(directory: str, key: str, sources: list[str], cxx: str, extra:
     t0 = time.monotonic()
     try:
         try:
-            _compile(sources, tmp_so, directory, key, cxx, extra, timeout_s, log_lines, temps,
-                     background)
+            _compile(sources, tmp_so, directory, key, cxx, extra, timeout_s, log_lines, temps)
         finally:
             if log_path:
                 with open(log_path, "w") as f:
@@ -248,8 +244,8 @@ def _compile_into(directory: str, key: str, sources: list[str], cxx: str, extra:
 
 
 def _build_in(directory: str, key: str, sources: list[str], cxx: str, extra: tuple,
-              forbid_compile: bool, timeout_s: float, log_path: str | None,
-              background: bool = False) -> tuple[str, bool]:
+              forbid_compile: bool, timeout_s: float,
+              log_path: str | None) -> tuple[str, bool]:
     path = os.path.join(directory, f"{key}.so")
     if os.path.lexists(path):
         bad = verify_entry(path)
@@ -267,24 +263,22 @@ def _build_in(directory: str, key: str, sources: list[str], cxx: str, extra: tup
             _remove(path + ".sha256")
         if forbid_compile:
             raise CompileError(f"compile forbidden (forbid_compile) and {key[:12]} not cached")
-        return _compile_into(directory, key, sources, cxx, extra, timeout_s, log_path,
-                             background), True
+        return _compile_into(directory, key, sources, cxx, extra, timeout_s, log_path), True
 
 
 def build(sources: list[str], cache_dir: str, cxx: str, extra: tuple, forbid_compile: bool,
           timeout_s: float, log_path: str | None = None,
-          key_source: str | None = None, background: bool = False) -> tuple[str, bool, str]:
+          key_source: str | None = None) -> tuple[str, bool, str]:
     """sources: the translation units of one library (several are compiled
     in parallel and linked); key_source: the same library as one unit, the
-    cache key (default: the units joined); background: the compiler niced
-    (command.niced).  Returns (library path, compiled?, key)."""
+    cache key (default: the units joined).  Returns (library path, compiled?, key)."""
     key = cache_key("\n".join(sources) if key_source is None else key_source, cxx, extra,
                     timeout_s)
     directory, why = usable_cache_dir(cache_dir)
     if why is None:
         try:
             path, compiled = _build_in(directory, key, sources, cxx, extra, forbid_compile,
-                                       timeout_s, log_path, background)
+                                       timeout_s, log_path)
             return path, compiled, key
         except OSError as e:
             # Read-only or full cache dir: retry in this process's own dir.
@@ -292,7 +286,7 @@ def build(sources: list[str], cache_dir: str, cxx: str, extra: tuple, forbid_com
     _warn_once(f"blade_disc_tf: {why}; using private dir {private_dir()} instead")
     try:
         path, compiled = _build_in(private_dir(), key, sources, cxx, extra, forbid_compile,
-                                   timeout_s, log_path, background)
+                                   timeout_s, log_path)
     except OSError as e:
         if e.errno == errno.ENOSPC:
             raise CompileError(f"no space left for the compiled library: {e}") from None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import shutil
 import subprocess
 
 RUNTIME_INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -46,19 +45,6 @@ def object_command(cxx: str, src: str, out: str, extra: tuple = ()) -> list[str]
 
 def link_command(cxx: str, objects: list[str], out: str, extra: tuple = ()) -> list[str]:
     return [cxx, *BASE_FLAGS, *extra, *objects, "-o", out]
-
-
-# Niceness of a background compile's compiler (async_compile: the requests
-# run in TF meanwhile and keep their CPU; the compiler gets what is idle).
-BACKGROUND_NICE = 10
-
-
-def niced(cmd: list[str], background: bool) -> list[str]:
-    """cmd, run at BACKGROUND_NICE when background (through nice(1), which
-    its children (cc1plus, as, ld) inherit; unchanged when there is none).
-    Not part of the cache key: the library is the same."""
-    nice = shutil.which("nice") if background else None
-    return [nice, "-n", str(BACKGROUND_NICE), *cmd] if nice else cmd
 
 
 def compiler_identity(cxx: str, timeout_s: float = 30.0) -> str:
