@@ -1,48 +1,82 @@
-"""DynamicStitch with run-time indices (a permutation split in two) and the
-DynamicPartition gradient (ParallelDynamicStitch): ours (compiled) vs stock TF
-in one process, interleaved, medians.  python benchmarks/dynamic_stitch_vs_tf.py"""
-import os, time, statistics
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-import numpy as np, tensorflow as tf, blade_disc_tf as disc
+"""DynamicStitch with run-time indices versus stock TF.
 
-def body(i, j, x, y):
+Two cases per size: a permutation split in two and stitched back
+(DynamicStitch), and the gradient of DynamicPartition (ParallelDynamicStitch
+inside GradientTape's graph).  Ours are traced while blade_disc_tf is
+enabled, stock TF's after it is disabled; both run in one process,
+interleaved, medians; results are checked equal first.
+
+    python benchmarks/dynamic_stitch_vs_tf.py [--repeats 9]
+"""
+import argparse
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from timing import interleaved_medians, print_table  # noqa: E402
+
+SIZES = [(1000, 64), (100000, 64), (20000, 512), (200000, 8)]
+STITCH_SIG = [tf.TensorSpec([None], tf.int32)] * 2 + [tf.TensorSpec([None, None])] * 2
+GRAD_SIG = [tf.TensorSpec([None, None]), tf.TensorSpec([None], tf.int32)]
+
+
+def stitch(i, j, x, y):
     return tf.dynamic_stitch([i, j], [x, y]) * 2.0 + 1.0
 
-def grad_body(x, parts):
+
+def partition_grad(x, parts):
     with tf.GradientTape() as tape:
         tape.watch(x)
         a, b, c = tf.dynamic_partition(tf.tanh(x), parts, 3)
         loss = tf.reduce_sum(a * 2.0) + tf.reduce_sum(b * b) + tf.reduce_sum(c)
     return tape.gradient(loss, x)
 
-sig = [tf.TensorSpec([None], tf.int32)] * 2 + [tf.TensorSpec([None, None])] * 2
-gsig = [tf.TensorSpec([None, None]), tf.TensorSpec([None], tf.int32)]
-disc.enable(min_cluster_size=1)
-ours, gours = tf.function(body, input_signature=sig), tf.function(grad_body, input_signature=gsig)
-rng = np.random.default_rng(0)
-cases = []
-for n, k in [(1000, 64), (100000, 64), (20000, 512), (200000, 8)]:
-    perm = rng.permutation(n).astype(np.int32)
-    i, j = perm[: n // 2], perm[n // 2:]
-    x = tf.constant(rng.standard_normal((len(i), k)), tf.float32)
-    y = tf.constant(rng.standard_normal((len(j), k)), tf.float32)
-    cases.append(("stitch %dx%d" % (n, k), (tf.constant(i), tf.constant(j), x, y), ours, body))
-    xg = tf.constant(rng.standard_normal((n, k)), tf.float32)
-    pg = tf.constant(rng.integers(0, 3, n).astype(np.int32))
-    cases.append(("partition-grad %dx%d" % (n, k), (xg, pg), gours, grad_body))
-for _, args, f, _ in cases:
-    f(*args)
-disc.disable()
-stock = {id(b): tf.function(b, input_signature=sig if b is body else gsig) for b in (body, grad_body)}
-for name, args, f, b in cases:
-    s = stock[id(b)]
-    np.testing.assert_allclose(f(*args).numpy(), s(*args).numpy(), rtol=1e-5, atol=1e-5)
-    to, ts = [], []
-    reps = 30 if "1000x" in name else 9
-    for _ in range(reps):
-        t0 = time.perf_counter(); f(*args).numpy(); to.append(time.perf_counter() - t0)
-        t0 = time.perf_counter(); s(*args).numpy(); ts.append(time.perf_counter() - t0)
-    mo, ms = statistics.median(to), statistics.median(ts)
-    print(f"{name:28s} ours {mo*1e3:8.3f} ms  tf {ms*1e3:8.3f} ms  ours/tf {mo/ms:5.2f}")
-st = disc.stats()["clusters"]
-print("fallbacks", sum(c["fallbacks"] for c in st.values()), "compiles", [c["compiles"] for c in st.values()])
+
+def make_cases(rng: np.random.Generator):
+    """(name, python function, signature, inputs) per case."""
+    cases = []
+    for n, k in SIZES:
+        perm = rng.permutation(n).astype(np.int32)
+        i, j = perm[: n // 2], perm[n // 2:]
+        inputs = (tf.constant(i), tf.constant(j),
+                  tf.constant(rng.standard_normal((len(i), k)), tf.float32),
+                  tf.constant(rng.standard_normal((len(j), k)), tf.float32))
+        cases.append((f"stitch {n}x{k}", stitch, STITCH_SIG, inputs))
+        inputs = (tf.constant(rng.standard_normal((n, k)), tf.float32),
+                  tf.constant(rng.integers(0, 3, n).astype(np.int32)))
+        cases.append((f"partition-grad {n}x{k}", partition_grad, GRAD_SIG, inputs))
+    return cases
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=9)
+    args = parser.parse_args()
+    import blade_disc_tf as disc
+
+    cases = make_cases(np.random.default_rng(0))
+    disc.enable(min_cluster_size=1)
+    ours = {fn: tf.function(fn, input_signature=sig) for _, fn, sig, _ in cases}
+    for name, fn, _, inputs in cases:  # compiled (once per function) before timing
+        ours[fn](*inputs)
+    disc.disable()
+    stock = {fn: tf.function(fn, input_signature=sig) for _, fn, sig, _ in cases}
+    rows = []
+    for name, fn, _, inputs in cases:
+        np.testing.assert_allclose(ours[fn](*inputs).numpy(), stock[fn](*inputs).numpy(),
+                                   rtol=1e-5, atol=1e-5)
+        med = interleaved_medians({"tf": lambda: stock[fn](*inputs).numpy(),
+                                   "ours": lambda: ours[fn](*inputs).numpy()}, args.repeats)
+        rows.append({"case": name, "tf_ms": med["tf"] * 1e3, "ours_ms": med["ours"] * 1e3,
+                     "ours/tf": med["ours"] / med["tf"]})
+    print_table(f"DynamicStitch, medians of {args.repeats}", rows)
+    clusters = disc.stats()["clusters"].values()
+    print("compiles", [c["compiles"] for c in clusters],
+          "fallbacks", sum(c["fallbacks"] for c in clusters))
+
+
+if __name__ == "__main__":
+    main()
