@@ -22,6 +22,7 @@ from .fold_transpose import fold_transposes
 from .fusion import fuse
 from .gemm_epilogue import fuse_gemm_epilogues
 from .outputs import materialize_outputs
+from .rematerialize import rematerialize_broadcasts
 from .sink_broadcasts import sink_broadcasts
 from .speculate import speculate
 from .stitch import stitch
@@ -38,6 +39,7 @@ PIPELINE: list[tuple[str, Pass]] = [
     ("canonicalize_2", canonicalize),
     ("fold_transposes", fold_transposes),
     ("dce_2", dce),
+    ("rematerialize_broadcasts", rematerialize_broadcasts),
     ("materialize_outputs", materialize_outputs),
     ("stitch", stitch),
     ("fuse", fuse),
