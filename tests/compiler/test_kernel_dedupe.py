@@ -1,6 +1,8 @@
 """Kernels repeated layer after layer are compiled once (codegen/source.py
 dedupe_kernels): the copies become aliases, and the library still computes
 what TF computes."""
+import re
+
 import numpy as np
 import tensorflow as tf
 
@@ -40,8 +42,10 @@ def test_repeated_layers_compile_once_and_match_tf(tmp_path):
     src = compile_to_source(*_request(concrete))
     defs = [ln for ln in src.splitlines() if ln.startswith("void disc_") and ln.endswith("{")]
     aliases = [ln for ln in src.splitlines() if ln.startswith("constexpr DiscParallelFn")]
-    # layer 3's row kernel aliases layer 2's in both speculated versions, and more
-    assert src.count("constexpr DiscParallelFn disc_stitch_2 = disc_stitch_1;") == 2
+    # layer 3's row kernel aliases an earlier layer's in both speculated
+    # versions (in the general one all three are equal: no layer writes
+    # broadcasts for the next, passes/rematerialize.py), and more
+    assert src.count("constexpr DiscParallelFn disc_stitch_2 = disc_stitch_") == 2
     assert len(aliases) >= 4 and len(defs) + len(aliases) >= 14, (defs, aliases)
     reply = compile_request(*_request(concrete), CompileOptions(cache_dir=str(tmp_path)))
     assert reply["ok"], reply
@@ -101,7 +105,8 @@ def test_general_version_reuses_speculated_kernels(tmp_path):
     concrete = tf.function(norm_and_tanh).get_concrete_function(M, M, V, V, M)
     src = compile_to_source(*_request(concrete))
     assert "namespace disc_general {" in src
-    assert "constexpr DiscParallelFn disc_kernel_0 = disc_speculated::disc_kernel_0;" in src
+    assert re.search(r"constexpr DiscParallelFn disc_kernel_\d+ = disc_speculated::disc_kernel_\d+;",
+                     src), "the tanh kernel is not shared"
     reply = compile_request(*_request(concrete), CompileOptions(cache_dir=str(tmp_path)))
     assert reply["ok"], reply
     exe = Executable(reply["path"])
