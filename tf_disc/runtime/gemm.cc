@@ -205,24 +205,6 @@ bool Packed(const GemmArgs& g) {
   return mode == '1' || (mode != '0' && g.trans_b && g.m <= kSkinnyMaxRows);
 }
 
-// A float GEMM whose B is a weight in transposed layout (the tied LM head
-// x E^T), packed once (GemmArgs::packed_b32), runs the packed kernel with no
-// B packing per call: 0.48x TF's time against 0.90x packing per call and
-// 3.2x on Eigen (benchmarks/gemm_vs_tf.py --shapes bert-b).  Row-major
-// weights are not packed: short products stream them through the skinny
-// kernel and longer ones amortize Eigen's packing (pre-packed measured
-// within 5% of both), so a second copy of every weight would buy nothing.
-// DISC_GEMM_PREPACK=0 (an A/B switch) keeps the per-call routes;
-// DISC_GEMM_PACKED=0 too.
-bool Prepacked(const GemmArgs& g) {
-  if (g.dtype != DISC_DTYPE_FLOAT || !g.trans_b || g.batch <= 0 || g.m <= 0 || g.n <= 0 ||
-      g.k <= 0 || !PackedGemmAvailable()) {
-    return false;
-  }
-  return RuntimeSwitchValue(RuntimeSwitch::kGemmPrepack) != '0' &&
-         RuntimeSwitchValue(RuntimeSwitch::kGemmPacked) != '0';
-}
-
 // One task per (batch entry, column tile); the columns past the last full
 // tile (n % kTileCols) go to Eigen in one more task per batch entry.
 void RunSkinny(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
@@ -283,7 +265,8 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
   if (EpilogueAfter<T>(g, num_threads, eigen_pool, parallel_for)) return;
   if (g.k == 0) return Zero<T>(g);
   const double flops = 2.0 * g.batch * g.m * g.n * g.k;
-  if (g.packed_b32 != nullptr && Prepacked(g)) return RunPackedGemm(g, num_threads, parallel_for);
+  // Set (by PackedWeights::Attach) only where PrepackedFp32Applies(g).
+  if (g.packed_b32 != nullptr) return RunPackedGemm(g, num_threads, parallel_for);
   if (Skinny(g)) return RunSkinny(g, flops < 4e5 ? 1 : num_threads, parallel_for);
   if (Packed(g)) return RunPackedGemm(g, num_threads, parallel_for);
   // Small problems: one thread hop costs more than the work.
@@ -351,7 +334,23 @@ void GemmEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t 
   }
 }
 
-bool PrepackedFp32Applies(const GemmArgs& g) { return Prepacked(g); }
+// A float GEMM whose B is a weight in transposed layout (the tied LM head
+// x E^T), packed once (GemmArgs::packed_b32), runs the packed kernel with no
+// B packing per call: 0.48x TF's time against 0.90x packing per call and
+// 3.2x on Eigen (benchmarks/gemm_vs_tf.py --shapes bert-b).  Row-major
+// weights are not packed: short products stream them through the skinny
+// kernel and longer ones amortize Eigen's packing (pre-packed measured
+// within 5% of both), so a second copy of every weight would buy nothing.
+// DISC_GEMM_PREPACK=0 (an A/B switch) keeps the per-call routes;
+// DISC_GEMM_PACKED=0 too.
+bool PrepackedFp32Applies(const GemmArgs& g) {
+  if (g.dtype != DISC_DTYPE_FLOAT || !g.trans_b || g.batch <= 0 || g.m <= 0 || g.n <= 0 ||
+      g.k <= 0 || !PackedGemmAvailable()) {
+    return false;
+  }
+  return RuntimeSwitchValue(RuntimeSwitch::kGemmPrepack) != '0' &&
+         RuntimeSwitchValue(RuntimeSwitch::kGemmPacked) != '0';
+}
 
 bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
              const GemmParallelFor& parallel_for, std::string* error) {
