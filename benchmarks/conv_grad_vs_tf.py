@@ -1,6 +1,7 @@
 """blade_disc_tf's Conv2DBackpropInput / Conv2DBackpropFilter (ops/nn_conv_grad.py:
-runtime/conv_transpose.cc and runtime/conv_filter_grad.cc) versus stock TF's
-kernels, at ResNet-like
+runtime/conv_transpose.cc and runtime/conv_filter_grad.cc) and the depthwise
+gradients (runtime/depthwise_grad.cc: rows dw_input / dw_filter, MobileNetV2
+training layers, 3x3) versus stock TF's kernels, at ResNet-like
 gradient shapes, sizes from tf.shape in the cluster (one compile per op);
 the filter's shape is known (a weight), images are dynamic.
 
@@ -16,8 +17,6 @@ steadier on a shared machine, for A/B runs of the kernels' switches
 
 The last three shapes are ResNet-50 training layers (batch 8): the 3x3 64
 at 56x56, the 1x1 256->64 at 56x56 and the strided 3x3 128 (56 -> 28).
-DepthwiseConv2dNativeBackprop* is not lowered by blade_disc_tf (stock TF
-runs it), so there is no depthwise row.
 """
 import argparse
 import os
@@ -35,6 +34,9 @@ SHAPES = [(8, 32, 32, 64, 3, 1, "SAME"), (8, 56, 64, 64, 3, 2, "SAME"),
           (32, 14, 128, 128, 3, 1, "VALID"), (8, 28, 128, 256, 1, 2, "SAME"),
           (8, 56, 64, 64, 3, 1, "SAME"), (8, 56, 256, 64, 1, 1, "SAME"),
           (8, 56, 128, 128, 3, 2, "SAME")]
+# (batch, image, channels, stride) of MobileNetV2's depthwise layers
+DEPTHWISE_SHAPES = [(8, 112, 32, 1), (8, 112, 96, 2), (8, 56, 144, 1), (8, 28, 192, 1),
+                    (8, 14, 576, 1), (8, 7, 960, 1)]
 
 
 OPS = {
@@ -42,7 +44,18 @@ OPS = {
         input_sizes=tf.shape(x), filter=f, out_backprop=dy, **a),
     "filter": lambda x, f, dy, **a: tf.raw_ops.Conv2DBackpropFilter(
         input=x, filter_sizes=tf.shape(f), out_backprop=dy, **a),
+    "dw_input": lambda x, f, dy, **a: tf.raw_ops.DepthwiseConv2dNativeBackpropInput(
+        input_sizes=tf.shape(x), filter=f, out_backprop=dy, **a),
+    "dw_filter": lambda x, f, dy, **a: tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(
+        input=x, filter_sizes=tf.shape(f), out_backprop=dy, **a),
 }
+
+
+def _rows():
+    """(op, batch, image, in_c, out_c, kernel, stride, padding) of every row."""
+    rows = [(op, *shape) for op in ("input", "filter") for shape in SHAPES]
+    return rows + [(op, n, hw, c, c, 3, s, "SAME") for op in ("dw_input", "dw_filter")
+                   for n, hw, c, s in DEPTHWISE_SHAPES]
 
 
 def _label(n: int, hw: int, cin: int, cout: int, k: int, s: int, pad: str) -> str:
@@ -62,18 +75,20 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     cases = []
-    for op in ("input", "filter"):
-        for n, hw, cin, cout, k, s, pad in SHAPES:
-            if args.match not in f"{op} {_label(n, hw, cin, cout, k, s, pad)}":
-                continue
-            x = tf.constant(rng.standard_normal((n, hw, hw, cin)).astype(np.float32))
-            f = tf.constant(rng.standard_normal((k, k, cin, cout)).astype(np.float32))
-            dy = tf.constant(rng.standard_normal(tf.nn.conv2d(x, f, s, pad).shape)
-                             .astype(np.float32))
-            sig = [tf.TensorSpec([None] * 4), tf.TensorSpec(f.shape), tf.TensorSpec([None] * 4)]
-            stock = tf.function(body(op, s, pad), input_signature=sig)
-            stock(x, f, dy)  # optimized before disc is enabled
-            cases.append((op, n, hw, cin, cout, k, s, pad, sig, stock, x, f, dy))
+    for op, n, hw, cin, cout, k, s, pad in _rows():
+        if args.match not in f"{op} {_label(n, hw, cin, cout, k, s, pad)}":
+            continue
+        depthwise = op.startswith("dw_")
+        x = tf.constant(rng.standard_normal((n, hw, hw, cin)).astype(np.float32))
+        f = tf.constant(rng.standard_normal((k, k, cin, 1 if depthwise else cout))
+                        .astype(np.float32))
+        y = (tf.nn.depthwise_conv2d(x, f, [1, s, s, 1], pad) if depthwise
+             else tf.nn.conv2d(x, f, s, pad))
+        dy = tf.constant(rng.standard_normal(y.shape).astype(np.float32))
+        sig = [tf.TensorSpec([None] * 4), tf.TensorSpec(f.shape), tf.TensorSpec([None] * 4)]
+        stock = tf.function(body(op, s, pad), input_signature=sig)
+        stock(x, f, dy)  # optimized before disc is enabled
+        cases.append((op, n, hw, cin, cout, k, s, pad, sig, stock, x, f, dy))
 
     import blade_disc_tf as disc
     disc.enable(min_cluster_size=1)
@@ -89,7 +104,7 @@ def main() -> None:
         rows.append({"op": op, "shape": _label(n, hw, cin, cout, k, s, pad),
                      "tf_ms": med["tf"] * 1e3, "disc_ms": med["disc"] * 1e3,
                      "disc/tf time": ratios[-1], "max_rel_err": err})
-    print_table(f"Conv2D gradients, medians ({args.clock} time)", rows)
+    print_table(f"Conv2D and depthwise gradients, medians ({args.clock} time)", rows)
     clusters = disc.stats()["clusters"].values()
     gmean = float(np.exp(np.mean(np.log(ratios))))
     print(f"\ndisc/tf time: geometric mean {gmean:.3f}, worst {max(ratios):.3f}; "

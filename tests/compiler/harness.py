@@ -7,6 +7,8 @@ import ctypes
 
 import numpy as np
 
+from blade_disc_tf.compiler.codegen.abi import abi_version
+
 MAX_RANK = 8
 
 
@@ -32,12 +34,13 @@ Gemm = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.
 Window = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 # Version 4 appended fields to DiscWindowArgs; version 5 `gemm_epilogue`:
 # rt->gemm, then the epilogue kernel; version 6 the window kind CONV_TRANSPOSE;
-# version 7 the set_error code DISC_ERROR_FALLBACK (an error here).
+# version 7 the set_error code DISC_ERROR_FALLBACK (an error here); version 8
+# the depthwise gradient window kinds.
 GemmEpilogue = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
                                 ctypes.c_int32, _I64, _I64, _I64, _I64, ctypes.c_void_p, _I64,
                                 _I64, ctypes.c_void_p, _I64, _I64, ctypes.c_void_p, _I64, _I64,
                                 ctypes.c_void_p, ctypes.c_void_p, _I64)
-ABI_VERSION = 7
+ABI_VERSION = abi_version()  # runtime/disc_abi.h's, not a copy that goes stale
 
 
 class DiscRuntime(ctypes.Structure):

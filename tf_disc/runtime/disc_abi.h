@@ -31,8 +31,9 @@ extern "C" {
  * `groups` and the epilogue (scale, shift, activation) to DiscWindowArgs,
  * version 5 `gemm_epilogue` to DiscRuntime, version 6 the window kind
  * DISC_WINDOW_CONV_TRANSPOSE and DISC_WINDOW_CONV_BACKPROP_FILTER, version 7
- * the set_error code DISC_ERROR_FALLBACK. */
-#define DISC_ABI_VERSION 7
+ * the set_error code DISC_ERROR_FALLBACK, version 8 the window kinds
+ * DISC_WINDOW_DEPTHWISE_BACKPROP_INPUT and _FILTER. */
+#define DISC_ABI_VERSION 8
 #define DISC_MAX_RANK 8
 
 /* TF error codes used by generated code (values of tensorflow::error::Code). */
@@ -75,6 +76,16 @@ typedef struct DiscBuffer {
  * DISC_WINDOW_CONV of `input` whose output gradient [batch, out_h, out_w,
  * out_c] is `filter` (ABI version 6); no groups or epilogue. */
 #define DISC_WINDOW_CONV_BACKPROP_FILTER 5
+/* The gradients of a DISC_WINDOW_DEPTHWISE (ABI version 8), laid out as the
+ * two kinds above: BACKPROP_INPUT reads the output gradient [batch, in_h,
+ * in_w, in_c] as `input` and writes the input gradient [batch, out_h, out_w,
+ * out_c] (in_c = out_c * multiplier; filter [k_h, k_w, out_c, multiplier]);
+ * BACKPROP_FILTER reads `input` [batch, in_h, in_w, in_c] and the output
+ * gradient [batch, out_h, out_w, out_c] as `filter` and writes [k_h, k_w,
+ * in_c, out_c / in_c].  Strides, dilations and pads are the depthwise
+ * convolution's; no groups or epilogue. */
+#define DISC_WINDOW_DEPTHWISE_BACKPROP_INPUT 6
+#define DISC_WINDOW_DEPTHWISE_BACKPROP_FILTER 7
 
 /* Activations of a convolution's epilogue (ABI version 4). */
 #define DISC_ACT_NONE 0

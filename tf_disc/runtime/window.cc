@@ -3,6 +3,7 @@
 #include "tf_disc/runtime/conv_direct.h"
 #include "tf_disc/runtime/conv_filter_grad.h"
 #include "tf_disc/runtime/conv_transpose.h"
+#include "tf_disc/runtime/depthwise_grad.h"
 
 #include <algorithm>
 #include <atomic>
@@ -276,6 +277,10 @@ bool RunWindow(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
     return RunConvTranspose(w, num_threads, eigen_pool, parallel_for, error);
   if (w.kind == DISC_WINDOW_CONV_BACKPROP_FILTER)  // runtime/conv_filter_grad.cc
     return RunConvBackpropFilter(w, num_threads, parallel_for, error);
+  if (w.kind == DISC_WINDOW_DEPTHWISE_BACKPROP_INPUT)  // runtime/depthwise_grad.cc
+    return RunDepthwiseBackpropInput(w, num_threads, eigen_pool, parallel_for, error);
+  if (w.kind == DISC_WINDOW_DEPTHWISE_BACKPROP_FILTER)
+    return RunDepthwiseBackpropFilter(w, num_threads, parallel_for, error);
   if (!Check(w, error)) return false;
   if (w.batch * w.out_h * w.out_w * w.out_c == 0) return true;
   if (UseDirectConv(w)) return RunDirectConv(w, num_threads, parallel_for, error);

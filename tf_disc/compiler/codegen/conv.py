@@ -4,7 +4,8 @@ calls rt->window (runtime/window.cc), after TF's negative-output-size check.
 IR attrs: kind (ops/nn_conv.WINDOW_KINDS, or conv_transpose: the input
 gradient of the convolution whose input has the result's shape, its
 strides/pads/ksize; or conv_backprop_filter: the filter gradient, operands x
-and the output gradient; ops/nn_conv_grad.py), padding SAME|VALID|EXPLICIT,
+and the output gradient; depthwise_backprop_input / _filter likewise for a
+depthwise convolution; ops/nn_conv_grad.py), padding SAME|VALID|EXPLICIT,
 pads [top, bottom, left, right] (EXPLICIT), strides/dilations [h, w], ksize
 [h, w] dims (the filter's for convolutions); operands x (NHWC) and, for
 convolutions, the filter.  SAME puts the smaller half of the padding on top
@@ -21,7 +22,14 @@ from .cstr import c_string
 _KINDS = {"conv": "DISC_WINDOW_CONV", "depthwise": "DISC_WINDOW_DEPTHWISE",
           "max_pool": "DISC_WINDOW_MAX_POOL", "avg_pool": "DISC_WINDOW_AVG_POOL",
           "conv_transpose": "DISC_WINDOW_CONV_TRANSPOSE",
-          "conv_backprop_filter": "DISC_WINDOW_CONV_BACKPROP_FILTER"}
+          "conv_backprop_filter": "DISC_WINDOW_CONV_BACKPROP_FILTER",
+          "depthwise_backprop_input": "DISC_WINDOW_DEPTHWISE_BACKPROP_INPUT",
+          "depthwise_backprop_filter": "DISC_WINDOW_DEPTHWISE_BACKPROP_FILTER"}
+# Gradient kinds whose operand 0 is the output gradient (the args' input) and
+# whose result is the forward convolution's input (the args' output).
+_INPUT_GRADS = ("conv_transpose", "depthwise_backprop_input")
+# Gradient kinds whose operand 1 is the output gradient (the args' out_* dims).
+_FILTER_GRADS = ("conv_backprop_filter", "depthwise_backprop_filter")
 _ACTIVATIONS = {"none": "DISC_ACT_NONE", "relu": "DISC_ACT_RELU", "relu6": "DISC_ACT_RELU6"}
 _NEGATIVE = "Computed output size would be negative: {0} [input_size: {1}]"
 _IN_DEPTH = "input depth must be evenly divisible by filter depth: {0} vs {1}"
@@ -74,8 +82,7 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     a = op.attrs
     x = op.operands[0]
     xd = [dn(d) for d in x.shape]
-    # conv_backprop_filter: operands x and the output gradient (out_* dims).
-    out_v = op.operands[1] if a["kind"] == "conv_backprop_filter" else op.result
+    out_v = op.operands[1] if a["kind"] in _FILTER_GRADS else op.result
     od = [dn(d) for d in out_v.shape]
     kh, kw = (dn(d) for d in a["ksize"])
     f_depth = dn(op.operands[1].shape[2]) if a.get("grouped") else ""
@@ -93,8 +100,8 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
             f"    w.out_h = {od[1]}; w.out_w = {od[2]}; w.out_c = {od[3]};",
             f"    w.k_h = {kh}; w.k_w = {kw}; w.stride_h = {sh}; w.stride_w = {sw};",
             f"    w.dilation_h = {dh}; w.dilation_w = {dw};"]
-    # conv_transpose: strides/pads are those of the convolution from result to x.
-    fx, fo = (od, xd) if a["kind"] == "conv_transpose" else (xd, od)
+    # Input gradients: strides/pads are those of the convolution from result to x.
+    fx, fo = (od, xd) if a["kind"] in _INPUT_GRADS else (xd, od)
     out += _pad_lines("h", fx[1], fo[1], kh, sh, dh, a["padding"], pt, pb, msg)
     out += _pad_lines("w", fx[2], fo[2], kw, sw, dw, a["padding"], pl, pr, msg)
     if a.get("grouped"):

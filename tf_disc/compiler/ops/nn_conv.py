@@ -231,11 +231,11 @@ def _rank4(env, shapes, attrs):
 
 
 class _EachOf:
-    """attr_values entry for a list(string) attr: the frontend's check (`in`)
+    """attr_values entry for a list attr: the frontend's check (`in`)
     takes a list whose every element is allowed; iterating gives the
     elements, which the C++ support table checks one by one."""
 
-    def __init__(self, *allowed: str) -> None:
+    def __init__(self, *allowed: object) -> None:
         self.allowed = allowed
 
     def __contains__(self, value) -> bool:

@@ -13,14 +13,21 @@ convolution.
 input_sizes / filter_sizes (from ShapeN in TF's gradient) are shape-valued tensors (hostvals.py): constants,
 const_inputs in the cache key, or tf.shape-derived dims in the cluster.  The
 output gradient's dims are checked at run time against the sizes TF computes
-from them (GetWindowedOutputSize), with TF's messages."""
+from them (GetWindowedOutputSize), with TF's messages.
+
+DepthwiseConv2dNativeBackpropInput / ...BackpropFilter are the window kinds
+depthwise_backprop_input / depthwise_backprop_filter
+(runtime/depthwise_grad.cc), with the same operand layout and the checks of
+TF's depthwise_conv_grad_op.cc (its messages: TF's oneDNN build reports bad
+shapes as an Aborted "could not create a primitive descriptor" instead)."""
 from __future__ import annotations
 
 from .. import dtypes
 from ..dtypes import ALL, FLOATS, INTS
 from ..errors import ShapeError, Unsupported
+from ..shapes.symbolic import dim_mul
 from .hostvals import host_dims, make_host
-from .nn_conv import _explicit_pads, _nhwc_pair, window_out_dim
+from .nn_conv import _EachOf, _explicit_pads, _nhwc_pair, window_out_dim
 from .rule import OpRule
 from .shape_ops import _assert_eq
 
@@ -109,6 +116,42 @@ def lower_backprop_filter(b, node, xs):
                        (kh, kw))]
 
 
+def lower_depthwise_backprop_input(b, node, xs):
+    sizes_v, f, dy = xs
+    if f.type.rank != 4 or dy.type.rank != 4:
+        raise ShapeError(f"{node.op}: filter and out_backprop must be 4-dimensional "
+                         f"(node '{node.name}')")
+    sizes = _sizes(b, node, sizes_v, "input_sizes")
+    geo = _geometry(node, sizes, f.shape[:2])
+    _check_depthwise(b, node, sizes[0], sizes[3], f.shape[2:], dy)
+    _check_out_backprop(b, node, dy, geo)
+    return [_emit_grad(b, node, "depthwise_backprop_input", [dy, f], sizes, geo, f.shape[:2])]
+
+
+def lower_depthwise_backprop_filter(b, node, xs):
+    x, sizes_v, dy = xs
+    if x.type.rank != 4 or dy.type.rank != 4:
+        raise ShapeError(f"{node.op}: input and out_backprop must be 4-dimensional "
+                         f"(node '{node.name}')")
+    kh, kw, ci, mult = _sizes(b, node, sizes_v, "filter_sizes")
+    geo = _geometry(node, list(x.shape), (kh, kw))
+    _check_depthwise(b, node, x.shape[0], x.shape[3], (ci, mult), dy)
+    _check_out_backprop(b, node, dy, geo)
+    return [_emit_grad(b, node, "depthwise_backprop_filter", [x, dy], [kh, kw, ci, mult], geo,
+                       (kh, kw))]
+
+
+def _check_depthwise(b, node, batch: str, in_depth: str, filter_depths, dy) -> None:
+    """TF's depth and batch checks of a depthwise gradient (filter_depths:
+    the filter's in_depth and depth multiplier)."""
+    _check(b, node, dy.shape[0], batch,
+           "input and out_backprop must have the same batch size")
+    _check(b, node, in_depth, filter_depths[0],
+           "input and filter must have the same in_depth")
+    _check(b, node, dy.shape[3], dim_mul(filter_depths[0], filter_depths[1]),
+           "out_depth must be in_depth * depth_multiplier")
+
+
 def lower_shape_n(b, node, xs):
     """ShapeN (how tf.GradientTape's conv gradient gets the sizes): one
     shape-valued tensor per input, like Shape."""
@@ -121,12 +164,22 @@ def _rank4(env, shapes, attrs):
 
 
 _ATTRS = {"data_format": ("NHWC",), "padding": ("SAME", "VALID", "EXPLICIT")}
+# TF 2.21's CPU depthwise gradients (oneDNN) ignore dilations: they return
+# the dilation-1 result (and a VALID output gradient of the dilated size is
+# an Aborted error), so dilated ones stay with TF.
+_DEPTHWISE_ATTRS = {**_ATTRS, "dilations": _EachOf(1)}
 
 RULES = [
     OpRule("Conv2DBackpropInput", lower_backprop_input, {"T": FLOATS},
            dtype_rule=lambda dts, attrs: [dts[1]], fusion="library", shape_rule=_rank4, attr_values=_ATTRS, const_inputs=(0,)),
     OpRule("Conv2DBackpropFilter", lower_backprop_filter, {"T": FLOATS}, fusion="library",
            shape_rule=_rank4, attr_values=_ATTRS, const_inputs=(1,)),
+    OpRule("DepthwiseConv2dNativeBackpropInput", lower_depthwise_backprop_input, {"T": FLOATS},
+           dtype_rule=lambda dts, attrs: [dts[1]], fusion="library", shape_rule=_rank4,
+           attr_values=_DEPTHWISE_ATTRS, const_inputs=(0,)),
+    OpRule("DepthwiseConv2dNativeBackpropFilter", lower_depthwise_backprop_filter,
+           {"T": FLOATS}, fusion="library", shape_rule=_rank4, attr_values=_DEPTHWISE_ATTRS,
+           const_inputs=(1,)),
     OpRule("ShapeN", lower_shape_n, {"T": ALL, "out_type": INTS}, fusion="index",
            dtype_rule=lambda dts, attrs: [dtypes.from_tf(attrs.get("out_type", 3))] * len(dts),
            shape_rule=lambda env, shapes, attrs: [("?",)] * len(shapes)),

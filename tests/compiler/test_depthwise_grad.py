@@ -1,0 +1,145 @@
+"""DepthwiseConv2dNativeBackpropInput / ...BackpropFilter (ops/nn_conv_grad.py,
+runtime/depthwise_grad.cc) through DiscLaunch against stock TF eager:
+strides (equal and not), SAME/VALID/EXPLICIT padding, depth
+multipliers 1 and 3, channel counts around the kernel's 64- and 16-wide
+blocks, odd, 1-sized and empty images, float64, one compile for every shape,
+tf.GradientTape of a depthwise layer, InvalidArgument for bad shapes, and
+dilated gradients left to TF (its oneDNN kernels ignore dilations)."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from graph_inspection import cluster_stats, total
+
+from .test_conv_grad import EXPLICIT, _attrs, _check, _images
+from .test_conv_pool import _close, _rand
+
+CONFIGS = [((3, 3), 1, "SAME", 1), ((3, 3), 1, "VALID", 1), ((3, 3), 2, "SAME", 1),
+           ((3, 2), (1, 2), "VALID", 1), ((5, 5), 2, "SAME", 1),
+           ((3, 3), 2, EXPLICIT, 1), ((3, 3), 1, EXPLICIT, 1), ((2, 2), 3, "VALID", 1),
+           ((1, 1), 1, "VALID", 1)]
+
+
+def _cases(images, k, channels, mult, attrs, dt=np.float32):
+    """(x, filter, out_backprop), out_backprop shaped as the forward output."""
+    out = []
+    for i, (n, h, w) in enumerate(images):
+        x, f = _rand((n, h, w, channels), i, dt), _rand((*k, channels, mult), 40 + i, dt)
+        fwd = tf.raw_ops.DepthwiseConv2dNative(input=np.zeros((1, h, w, channels), dt),
+                                               filter=f, **attrs)
+        out.append([x, f, _rand((n,) + tuple(fwd.shape[1:]), 80 + i, dt)])
+    return out
+
+
+def _input_grad(attrs):
+    def fn(x, f, dy):
+        return tf.raw_ops.DepthwiseConv2dNativeBackpropInput(
+            input_sizes=tf.shape(x), filter=f, out_backprop=dy, **attrs)
+    return fn
+
+
+def _filter_grad(attrs):
+    def fn(x, f, dy):
+        return tf.raw_ops.DepthwiseConv2dNativeBackpropFilter(
+            input=x, filter_sizes=tf.shape(f), out_backprop=dy, **attrs)
+    return fn
+
+
+@pytest.mark.parametrize("mult", [1, 3])
+@pytest.mark.parametrize("k,strides,padding,dil", CONFIGS)
+def test_backprop_input(disc, k, strides, padding, dil, mult):
+    attrs = _attrs(strides, padding, dil)
+    _check(disc, _input_grad(attrs), _cases(_images(k, padding, dil), k, 5, mult, attrs))
+
+
+@pytest.mark.parametrize("mult", [1, 3])
+@pytest.mark.parametrize("k,strides,padding,dil", CONFIGS)
+def test_backprop_filter(disc, k, strides, padding, dil, mult):
+    """(An empty batch is test_empty_batch_filter_gradient_is_zero's: TF's
+    oneDNN kernel returns uninitialized memory for some of them.)"""
+    attrs = _attrs(strides, padding, dil)
+    images = [i for i in _images(k, padding, dil) if i[0] > 0]
+    _check(disc, _filter_grad(attrs), _cases(images, k, 5, mult, attrs))
+
+
+@pytest.mark.parametrize("strides,padding", [(1, "VALID"), (2, EXPLICIT), (2, "SAME")])
+def test_empty_batch_filter_gradient_is_zero(disc, strides, padding):
+    attrs = _attrs(strides, padding, 1)
+    disc.enable(min_cluster_size=1)
+    fn = tf.function(_filter_grad(attrs), input_signature=[tf.TensorSpec([None] * 4)] * 3)
+    for x, f, dy in _cases([(0, 6, 6), (0, 9, 4)], (3, 3), 5, 2, attrs):
+        got = fn(x, f, dy).numpy()
+        assert got.shape == f.shape and not got.any(), got
+    st = disc.stats()
+    assert total(st, "fallbacks") == 0 and total(st, "compiles") == 1, st
+
+
+@pytest.mark.parametrize("channels", [16, 64, 83, 144])
+@pytest.mark.parametrize("strides", [1, 2])
+def test_channel_blocks_and_threads(disc, channels, strides):
+    """Channel counts that fill the filter kernel's 64-wide blocks, its
+    16-wide ones and the scalar rest; images big enough to split the rows
+    between threads (per-thread partial sums) and to take the stride-1
+    input gradient through the depthwise forward kernel."""
+    attrs = _attrs(strides, "SAME", 1)
+
+    def fn(x, f, dy):
+        return _input_grad(attrs)(x, f, dy), _filter_grad(attrs)(x, f, dy)
+    _check(disc, fn, _cases([(2, 30, 29), (1, 7, 40), (3, 12, 12)], (3, 3), channels, 1, attrs),
+           rtol=2e-4)
+
+
+def test_float64(disc):
+    attrs = _attrs(2, "SAME", 1)
+
+    def fn(x, f, dy):
+        return _input_grad(attrs)(x, f, dy), _filter_grad(attrs)(x, f, dy)
+    _check(disc, fn, _cases([(2, 9, 7), (1, 4, 4)], (3, 3), 19, 2, attrs, np.float64),
+           rtol=1e-10)
+
+
+def test_gradient_tape_of_a_depthwise_layer(disc):
+    """tf.GradientTape's own graph is one cluster, compiled once for every
+    shape, with both depthwise gradient ops inside it."""
+    def fn(x, f, w):
+        with tf.GradientTape() as tape:
+            tape.watch([x, f])
+            y = tf.nn.relu6(tf.nn.depthwise_conv2d(x, f, [1, 2, 2, 1], "SAME"))
+        return tape.gradient(y, [x, f], output_gradients=w)
+    cases = []
+    for i, (n, h, w) in enumerate([(1, 8, 8), (2, 9, 5), (3, 4, 12)]):
+        x, f = _rand((n, h, w, 6), i), _rand((3, 3, 6, 1), 10 + i)
+        cases.append([x, f, _rand((n, (h + 1) // 2, (w + 1) // 2, 6), 20 + i)])
+    _check(disc, fn, cases)
+    assert len(cluster_stats(disc.stats())) == 1
+
+
+@pytest.mark.parametrize("op", ["input", "filter"])
+def test_bad_out_backprop_is_invalid_argument(disc, op):
+    """Wrong rows, batch or depth: TF's InvalidArgument naming the op (TF's
+    oneDNN kernels say Aborted: could not create a primitive descriptor)."""
+    attrs = _attrs(1, "VALID", 1)
+    disc.enable(min_cluster_size=1)
+    grad = _input_grad(attrs) if op == "input" else _filter_grad(attrs)
+    fn = tf.function(grad, input_signature=[tf.TensorSpec([None] * 4, tf.float32)] * 3)
+    x, f = _rand((1, 8, 8, 2), 0), _rand((3, 3, 2, 2), 1)
+    _close(fn(x, f, _rand((1, 6, 6, 4), 2)), grad(x, f, _rand((1, 6, 6, 4), 2)), 1e-4)
+    name = "DepthwiseConv2dNativeBackprop" + op.capitalize()
+    for dy in (_rand((1, 5, 6, 4), 3), _rand((2, 6, 6, 4), 4), _rand((1, 6, 6, 3), 5)):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=name):
+            fn(x, f, dy)
+    st = disc.stats()
+    assert total(st, "compiles") == 1 and total(st, "fallbacks") == 0, st
+
+
+@pytest.mark.parametrize("op", ["input", "filter"])
+def test_dilated_gradient_stays_with_tf(disc, op):
+    """TF 2.21's CPU kernels compute a dilated depthwise gradient as if the
+    dilation were 1 (not the gradient of the dilated convolution): the node
+    is not clustered, so results stay TF's."""
+    attrs = _attrs(1, "SAME", (2, 1))
+    grad = _input_grad(attrs) if op == "input" else _filter_grad(attrs)
+    fn = tf.function(grad, input_signature=[tf.TensorSpec([None] * 4, tf.float32)] * 3)
+    report = disc.explain(fn.get_concrete_function(), min_cluster_size=1)
+    (node,) = [n for n in report.not_clustered if n["op"].startswith("DepthwiseConv2dNative")]
+    assert "unsupported dtype/attr" in node["reason"], str(report)

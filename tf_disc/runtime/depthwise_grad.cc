@@ -1,0 +1,275 @@
+#include "tf_disc/runtime/depthwise_grad.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "tf_disc/runtime/conv_direct.h"
+#include "tf_disc/runtime/conv_grad_check.h"
+#include "tf_disc/runtime/window.h"
+
+namespace tf_disc {
+namespace {
+
+// The channel counts of a depthwise gradient: `channels` per-image channels
+// times `mult` (the depth multiplier) gradient channels.
+bool CheckDepths(int64_t channels, int64_t grad_channels, const char* op, std::string* error) {
+  if (channels == 0 ? grad_channels != 0 : grad_channels % channels != 0) {
+    *error = std::string(op) + ": gradient depth " + std::to_string(grad_channels) +
+             " is not a multiple of the input depth " + std::to_string(channels);
+    return false;
+  }
+  return true;
+}
+
+// ---- input gradient ------------------------------------------------------
+// Args: input = dy [batch, in_h, in_w, in_c = C * mult], output = dx [batch,
+// out_h, out_w, out_c = C], filter [k_h, k_w, C, mult]; strides, dilations
+// and pads are the forward convolution's (dx -> dy).
+
+// dx rows [begin, end) (row = n * out_h + y), each pixel gathering the dy
+// pixels whose windows cover it.
+template <typename T>
+void InputRows(const DiscWindowArgs& w, int64_t begin, int64_t end) {
+  const T* dy = static_cast<const T*>(w.input);
+  const T* f = static_cast<const T*>(w.filter);
+  T* dx = static_cast<T*>(w.output);
+  const int64_t ch = w.out_c, mult = w.in_c / w.out_c;
+  for (int64_t ny = begin; ny < end; ++ny) {
+    const int64_t n = ny / w.out_h, y = ny % w.out_h;
+    for (int64_t x = 0; x < w.out_w; ++x) {
+      T* acc = dx + (ny * w.out_w + x) * ch;
+      std::fill(acc, acc + ch, T(0));
+      for (int64_t i = 0; i < w.k_h; ++i) {
+        const int64_t t = y + w.pad_top - i * w.dilation_h;
+        if (t < 0 || t % w.stride_h != 0 || t / w.stride_h >= w.in_h) continue;
+        const T* grow = dy + (n * w.in_h + t / w.stride_h) * w.in_w * w.in_c;
+        for (int64_t j = 0; j < w.k_w; ++j) {
+          const int64_t u = x + w.pad_left - j * w.dilation_w;
+          if (u < 0 || u % w.stride_w != 0 || u / w.stride_w >= w.in_w) continue;
+          const T* g = grow + (u / w.stride_w) * w.in_c;
+          const T* fw = f + (i * w.k_w + j) * w.in_c;
+          if (mult == 1) {
+            for (int64_t c = 0; c < ch; ++c) acc[c] += g[c] * fw[c];
+          } else {
+            for (int64_t c = 0; c < ch; ++c) {
+              T s = T(0);
+              for (int64_t q = 0; q < mult; ++q) s += g[c * mult + q] * fw[c * mult + q];
+              acc[c] += s;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Stride 1, multiplier 1: dx is the depthwise convolution of dy with the
+// filter flipped in both spatial dims and padding (k - 1) * dilation - pad,
+// run by RunWindow's register-blocked depthwise kernel.  False (nothing
+// done) when that padding would be negative (an EXPLICIT pad past the
+// window).
+template <typename T>
+bool AsFlippedDepthwise(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
+                        const GemmParallelFor& parallel_for, bool* ok, std::string* error) {
+  DiscWindowArgs d = w;
+  d.kind = DISC_WINDOW_DEPTHWISE;
+  d.pad_top = (w.k_h - 1) * w.dilation_h - w.pad_top;
+  d.pad_left = (w.k_w - 1) * w.dilation_w - w.pad_left;
+  if (w.stride_h != 1 || w.stride_w != 1 || w.in_c != w.out_c || d.pad_top < 0 ||
+      d.pad_left < 0 || w.batch * w.in_h * w.in_w * w.in_c == 0) {
+    return false;
+  }
+  const T* f = static_cast<const T*>(w.filter);
+  const int64_t taps = w.k_h * w.k_w, ch = w.out_c;
+  std::vector<T> flipped(taps * ch);
+  for (int64_t t = 0; t < taps; ++t)
+    std::copy(f + t * ch, f + (t + 1) * ch, flipped.data() + (taps - 1 - t) * ch);
+  d.filter = flipped.data();
+  *ok = RunWindow(d, num_threads, eigen_pool, parallel_for, error);
+  return true;
+}
+
+template <typename T>
+bool RunInput(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
+              const GemmParallelFor& parallel_for, std::string* error) {
+  bool ok = true;
+  if (AsFlippedDepthwise<T>(w, num_threads, eigen_pool, parallel_for, &ok, error)) return ok;
+  const int64_t rows = w.batch * w.out_h;
+  const double taps = static_cast<double>(w.k_h * w.k_w) / (w.stride_h * w.stride_w);
+  const double cost = w.out_w * static_cast<double>(w.in_c) * taps / 8 + 1;  // cycles per row
+  if (num_threads <= 1 || rows * cost < 20000) {
+    InputRows<T>(w, 0, rows);
+  } else {
+    parallel_for(rows, static_cast<int64_t>(cost),
+                 [&w](int64_t b, int64_t e) { InputRows<T>(w, b, e); });
+  }
+  return true;
+}
+
+// ---- filter gradient -----------------------------------------------------
+// Args: input = x [batch, in_h, in_w, in_c = C], filter = dy [batch, out_h,
+// out_w, out_c = C * mult], output = dF [k_h, k_w, C, mult].
+
+// The output columns [lo, hi) whose tap at input offset `off` (j *
+// dilation - pad) lands inside [0, size).
+inline void ColumnRange(int64_t off, int64_t stride, int64_t size, int64_t out,
+                        int64_t* lo, int64_t* hi) {
+  *lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+  *hi = size - off <= 0 ? 0 : std::min(out, (size - off + stride - 1) / stride);
+  if (*hi < *lo) *hi = *lo;
+}
+
+// Adds to acc (one tap's [C] slice) the products of B channels from c0 of
+// the columns [lo, hi) of one x row and one dy row: the B sums stay in
+// registers across the columns, in four independent chains (one FMA's
+// latency would otherwise bound a 16-channel block).
+template <typename T, int B>
+inline void TapBlock(const T* xrow, const T* grow, int64_t ch, int64_t xstep, int64_t lo,
+                     int64_t hi, T* acc) {
+  T r[4][B] = {};
+  int64_t ox = lo;
+  for (; ox + 4 <= hi; ox += 4) {
+    for (int u = 0; u < 4; ++u) {
+      const T* a = xrow + (ox + u) * xstep;
+      const T* g = grow + (ox + u) * ch;
+#pragma GCC unroll 16
+      for (int b = 0; b < B; ++b) r[u][b] += a[b] * g[b];
+    }
+  }
+  for (; ox < hi; ++ox) {
+    const T* a = xrow + ox * xstep;
+    const T* g = grow + ox * ch;
+#pragma GCC unroll 16
+    for (int b = 0; b < B; ++b) r[0][b] += a[b] * g[b];
+  }
+  for (int b = 0; b < B; ++b) acc[b] += (r[0][b] + r[1][b]) + (r[2][b] + r[3][b]);
+}
+
+// dy rows [begin, end) (row = n * out_h + oy) added into acc (dF's shape).
+template <typename T>
+void FilterRows(const DiscWindowArgs& w, int64_t begin, int64_t end, T* acc) {
+  const T* x = static_cast<const T*>(w.input);
+  const T* dy = static_cast<const T*>(w.filter);
+  const int64_t ch = w.in_c, mult = w.out_c / w.in_c, oc = w.out_c;
+  constexpr int kBlock = 64 / sizeof(T) * 4;  // four vector registers
+  for (int64_t ny = begin; ny < end; ++ny) {
+    const int64_t n = ny / w.out_h, oy = ny % w.out_h;
+    const T* grow = dy + ny * w.out_w * oc;
+    for (int64_t i = 0; i < w.k_h; ++i) {
+      const int64_t iy = oy * w.stride_h + i * w.dilation_h - w.pad_top;
+      if (iy < 0 || iy >= w.in_h) continue;
+      for (int64_t j = 0; j < w.k_w; ++j) {
+        const int64_t off = j * w.dilation_w - w.pad_left;
+        int64_t lo, hi;
+        ColumnRange(off, w.stride_w, w.in_w, w.out_w, &lo, &hi);
+        if (lo == hi) continue;
+        // Column ox reads x column ox * stride + off.
+        const T* xrow = x + ((n * w.in_h + iy) * w.in_w + off) * ch;
+        T* tap = acc + (i * w.k_w + j) * oc;
+        if (mult == 1) {
+          const int64_t step = w.stride_w * ch;
+          int64_t c = 0;
+          for (; c + kBlock <= ch; c += kBlock)
+            TapBlock<T, kBlock>(xrow + c, grow + c, ch, step, lo, hi, tap + c);
+          for (; c + kBlock / 4 <= ch; c += kBlock / 4)
+            TapBlock<T, kBlock / 4>(xrow + c, grow + c, ch, step, lo, hi, tap + c);
+          for (; c < ch; ++c) TapBlock<T, 1>(xrow + c, grow + c, ch, step, lo, hi, tap + c);
+        } else {
+          for (int64_t ox = lo; ox < hi; ++ox) {
+            const T* a = xrow + ox * w.stride_w * ch;
+            const T* g = grow + ox * oc;
+            for (int64_t c = 0; c < ch; ++c)
+              for (int64_t q = 0; q < mult; ++q) tap[c * mult + q] += a[c] * g[c * mult + q];
+          }
+        }
+      }
+    }
+  }
+}
+
+// Parts of the dy rows, one per thread, each summing into its own copy of
+// dF (part 0 into the output); the copies are then added on the caller
+// (dF is small: k_h * k_w * out_c elements).
+template <typename T>
+bool RunFilter(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& parallel_for,
+               std::string* error) {
+  const int64_t rows = w.batch * w.out_h, size = w.k_h * w.k_w * w.out_c;
+  const double row_cost = static_cast<double>(w.out_w) * w.out_c * w.k_h * w.k_w / 8 + 1;
+  const int64_t parts = rows * row_cost < 20000 ? 1 : std::max<int64_t>(
+      1, std::min<int64_t>(num_threads, rows));
+  T* out = static_cast<T*>(w.output);
+  std::unique_ptr<T[]> extra;
+  if (parts > 1) {
+    extra.reset(new (std::nothrow) T[(parts - 1) * size]);
+    if (!extra) {
+      *error = "depthwise_backprop_filter: out of memory for partial sums";
+      return false;
+    }
+  }
+  auto part_fn = [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      T* acc = p == 0 ? out : extra.get() + (p - 1) * size;
+      std::fill(acc, acc + size, T(0));
+      FilterRows<T>(w, rows * p / parts, rows * (p + 1) / parts, acc);
+    }
+  };
+  if (parts == 1) {
+    part_fn(0, 1);
+    return true;
+  }
+  parallel_for(parts, static_cast<int64_t>(row_cost * rows / parts), part_fn);
+  for (int64_t p = 1; p < parts; ++p) {
+    const T* src = extra.get() + (p - 1) * size;
+    for (int64_t e = 0; e < size; ++e) out[e] += src[e];
+  }
+  return true;
+}
+
+template <typename T>
+bool Dispatch(bool input, const DiscWindowArgs& w, int num_threads, void* eigen_pool,
+              const GemmParallelFor& parallel_for, std::string* error) {
+  return input ? RunInput<T>(w, num_threads, eigen_pool, parallel_for, error)
+               : RunFilter<T>(w, num_threads, parallel_for, error);
+}
+
+bool Run(bool input, const DiscWindowArgs& w, int num_threads, void* eigen_pool,
+         const GemmParallelFor& parallel_for, std::string* error) {
+  const char* op = input ? "depthwise_backprop_input" : "depthwise_backprop_filter";
+  if (!CheckConvGradArgs(w, op, error)) return false;
+  // The image's channels and the gradient's (a multiple of them).
+  const int64_t channels = input ? w.out_c : w.in_c, grad = input ? w.in_c : w.out_c;
+  if (!CheckDepths(channels, grad, op, error)) return false;
+  const int64_t out_size = input ? w.batch * w.out_h * w.out_w * w.out_c
+                                 : w.k_h * w.k_w * w.out_c;
+  if (out_size == 0) return true;
+  if (w.output == nullptr) {
+    *error = std::string(op) + ": null buffer for a non-empty output";
+    return false;
+  }
+  const int64_t work = input ? w.batch * w.in_h * w.in_w * w.in_c * w.k_h * w.k_w
+                             : w.batch * w.out_h * w.out_w * w.in_c;
+  if (work != 0 && (w.input == nullptr || w.filter == nullptr)) {
+    *error = std::string(op) + ": null input for a non-empty gradient";
+    return false;
+  }
+  if (w.dtype == DISC_DTYPE_FLOAT)
+    return Dispatch<float>(input, w, num_threads, eigen_pool, parallel_for, error);
+  return Dispatch<double>(input, w, num_threads, eigen_pool, parallel_for, error);
+}
+
+}  // namespace
+
+bool RunDepthwiseBackpropInput(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
+                               const GemmParallelFor& parallel_for, std::string* error) {
+  return Run(true, w, num_threads, eigen_pool, parallel_for, error);
+}
+
+bool RunDepthwiseBackpropFilter(const DiscWindowArgs& w, int num_threads,
+                                const GemmParallelFor& parallel_for, std::string* error) {
+  return Run(false, w, num_threads, nullptr, parallel_for, error);
+}
+
+}  // namespace tf_disc
