@@ -158,7 +158,9 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
         args = [operand(x, ph) for x in o.operands]
         e = optable.emit(o, args, t_of[r])
         if e.startswith("disc_exp_fast(") and _minus_row_max(o.operands[0], producer):
-            e = e.replace("disc_exp_fast(", "disc_exp_fast_nonpos(", 1)
+            variant = "nonpos_nan_free" if r not in outputs and _nan_results_replaced(
+                o, region.ops, producer) else "nonpos"
+            e = e.replace("disc_exp_fast(", f"disc_exp_fast_{variant}(", 1)
         return [f"const {t_of[r]} {r.name} = {e};"]
 
     def per_row_ops(ph: int) -> list[str]:
@@ -235,6 +237,21 @@ def _minus_row_max(v: Value, producer: dict[Value, Op]) -> bool:
     return red is not None and red.name == "reduce" and red.operands[0] is a \
         and red.attrs["kind"] in ("max", "max_ignore_nan") \
         and list(bc.attrs["broadcast_dimensions"]) == list(range(red.result.type.rank))
+
+
+def _nan_results_replaced(exp: Op, ops: list[Op], producer: dict[Value, Op]) -> bool:
+    """Every use of exp's result is select(is_nan(x), _, exp(x)) (f32
+    Softmax's NaN -> +inf, ops/reduce.py): what exp gives for a NaN x is
+    never read."""
+    x, e = exp.operands[0], exp.result
+    users = [o for o in ops if e in o.operands]
+    for o in users:
+        if o.name != "select" or list(o.operands).count(e) != 1 or o.operands[2] is not e:
+            return False
+        pred = producer.get(o.operands[0])
+        if pred is None or pred.name != "is_nan" or pred.operands[0] is not x:
+            return False
+    return bool(users)
 
 
 def _row_invariant(em: _Emitter, ops: list[Op], outputs: dict) -> set[Value]:
