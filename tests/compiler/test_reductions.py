@@ -83,7 +83,7 @@ def test_softmax_rows_with_specials_match_tf(compiler):
     # row lengths around the 16/64-lane blocks, -inf/-1e9 masks (exact 0
     # there, as TF), huge values, NaN, a fully masked row, empty batches
     spec = [tf.TensorSpec([None, None], F)] * 2
-    for n in [1, 2, 15, 16, 17, 63, 64, 65, 100, 768, 1000]:
+    for n in [1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 768, 1000]:
         x = (rng.standard_normal((7, n)) * 10).astype(np.float32)
         mask = np.zeros((7, n), np.float32)
         mask[1, ::3] = -np.inf

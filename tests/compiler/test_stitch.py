@@ -399,6 +399,29 @@ def test_exp_whose_nan_results_are_replaced_clamps_by_integer_min(pred_of, extra
     assert ("disc_exp_fast_nonpos(" in src) != nan_free
 
 
+_SCALED_SOFTMAX_IR = """func @f(%arg0: f32[s0,s1], %arg1: f32[s0,s1]) {
+  %v0 = multiply(%arg0, %arg1) : f32[s0,s1]
+  %v1 = reduce(%v0) {"dimensions": [1],"kind": "max_ignore_nan"} : f32[s0,1]
+  %v2 = broadcast_in_dim(%v1) {"broadcast_dimensions": [0,1]} : f32[s0,s1]
+  %v3 = subtract(%v0, %v2) : f32[s0,s1]
+  %v4 = exponential(%v3) {"fast": true} : f32[s0,s1]
+  %v5 = reduce(%v4) {"dimensions": [1],"kind": "sum"} : f32[s0,1]
+  return(%v5)
+}
+"""
+
+
+def test_row_max_combines_in_the_loop_that_stores_its_input():
+    # the max of x * y: the blocks of the loop storing x * y feed the max
+    # lanes (no second pass over the row); the sum of exp stays a pass
+    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    (st,) = _stitches(verify(stitch(parse_func(_SCALED_SOFTMAX_IR))))
+    src = build_stitch(st, {}, 0).source
+    assert src.count("for (int u = 0; u < 32; ++u)") == 1
+    assert src.count("std::memcpy(&x, s0 + j0") == 2
+    assert "a_v5_s" in src   # the float sum: its own blocked pass
+
+
 def test_row_reductions_fold_lanes_by_shuffles():
     # the end of each row reduction is on the row's critical path: the 16
     # float max lanes fold in 4 shuffle steps and the 8 double sum lanes in
