@@ -422,6 +422,29 @@ def test_row_max_combines_in_the_loop_that_stores_its_input():
     assert "a_v5_s" in src   # the float sum: its own blocked pass
 
 
+_TWICE_BROADCAST_IR = """func @f(%arg0: f32[s0,s1], %arg1: f32[s1]) {
+  %v0 = reduce(%arg0) {"dimensions": [1],"kind": "sum"} : f32[s0,1]
+  %v1 = broadcast_in_dim(%v0) {"broadcast_dimensions": [0,1]} : f32[s0,s1]
+  %v2 = broadcast_in_dim(%arg1) {"broadcast_dimensions": [1]} : f32[s0,s1]
+  %v3 = multiply(%v2, %v1) : f32[s0,s1]
+  %v4 = broadcast_in_dim(%arg1) {"broadcast_dimensions": [1]} : f32[s0,s1]
+  %v5 = multiply(%v4, %arg0) : f32[s0,s1]
+  %v6 = add(%v3, %v5) : f32[s0,s1]
+  return(%v6)
+}
+"""
+
+
+def test_equal_broadcasts_share_one_load_index():
+    # Keras LayerNorm's gamma, broadcast twice: one index (b0), so both
+    # reads are one expression the C++ compiler loads once
+    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    (st,) = _stitches(verify(stitch(parse_func(_TWICE_BROADCAST_IR))))
+    info = build_stitch(st, {}, 0)
+    assert len(info.loads) == 1
+    assert info.source.count("c.p0[b0 + j]") == 2 and "b1" not in info.source
+
+
 def test_row_reductions_fold_lanes_by_shuffles():
     # the end of each row reduction is on the row's critical path: the 16
     # float max lanes fold in 4 shuffle steps and the 8 double sum lanes in

@@ -103,8 +103,14 @@ class _Emitter:
         if self.klass(op.result) == "row" and last in bd:
             src = x.shape[bd.index(last)]
             inner = "none" if src == "1" else "unit" if src == self.shape[-1] else "runtime"
-        k = len(self.info.loads)
-        self.info.loads.append(RowLoad(x, bd, inner))
+        # one index per distinct read: Keras LayerNorm broadcasts gamma
+        # twice, and equal index expressions let the C++ compiler load it
+        # (and multiply it by the equal per-row scale) once per element
+        same = [k for k, ld in enumerate(self.info.loads)
+                if ld.source is x and ld.dims == bd and ld.inner == inner]
+        k = same[0] if same else len(self.info.loads)
+        if not same:
+            self.info.loads.append(RowLoad(x, bd, inner))
         p = f"c.p{self.buf(x)}"
         return {"none": f"{p}[b{k}]", "unit": f"{p}[b{k} + j]",
                 "runtime": f"{p}[b{k} + j * c.sj{k}]"}[inner]
