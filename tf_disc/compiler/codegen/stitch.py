@@ -5,9 +5,12 @@ is one vectorized loop over the row computing the row values that depend on
 p reductions; the row reductions of phase p then run over their (cached)
 inputs in vector registers of independent lanes (f32 sums: float lanes
 folded into double per block), and the per-row values they feed are
-computed before phase p + 1.  Row values read in a later phase are kept in
-a per-chunk scratch row (malloc'ed once per parallel chunk), so each input
-row is read from memory once and stays in cache for all of its phases.
+computed before phase p + 1.  A float/double max_ignore_nan (softmax's row
+max) is combined block by block inside the loop that stores its input
+instead of in a second pass (float sums measured no faster so).  Row values
+read in a later phase are kept in a per-chunk scratch row (malloc'ed once
+per parallel chunk), so each input row is read from memory once and stays
+in cache for all of its phases.
 """
 from __future__ import annotations
 
