@@ -22,6 +22,10 @@ extern "C" __attribute__((visibility("default")))
 void fast_exp_nonpos(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = disc_exp_fast_nonpos(x[i]);
 }
+extern "C" __attribute__((visibility("default")))
+void fast_exp_nonpos_nan_free(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = disc_exp_fast_nonpos_nan_free(x[i]);
+}
 '''
 
 
@@ -38,6 +42,11 @@ def fast_exp(exp_lib):
 @pytest.fixture(scope="module")
 def fast_exp_nonpos(exp_lib):
     return float_map(exp_lib.fast_exp_nonpos)
+
+
+@pytest.fixture(scope="module")
+def fast_exp_nonpos_nan_free(exp_lib):
+    return float_map(exp_lib.fast_exp_nonpos_nan_free)
 
 
 def _ulp_error(got: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -76,13 +85,43 @@ def test_specials(fast_exp):
     assert _ulp_error(fast_exp(edge), edge).max() <= 1.5
 
 
-def test_nonpos_variant_matches_on_its_domain(fast_exp, fast_exp_nonpos):
-    # softmax's exp(x - rowmax): x <= 0 or NaN; same bits as disc_exp_fast
+def _nonpos_domain() -> np.ndarray:
+    """Every 97th float of [-1e30, 0], the specials and the flush edges."""
     bits = np.arange(np.float32(0).view(np.int32), np.float32(-1e30).view(np.int32), 97,
                      dtype=np.int32)
-    x = np.concatenate([bits.view(np.float32) * np.float32(-1),
-                        np.array([0.0, -0.0, -np.inf, np.nan, -np.nan, -87.0, -86.98], np.float32)])
-    np.testing.assert_array_equal(fast_exp_nonpos(x), fast_exp(x))
+    return np.concatenate([bits.view(np.float32) * np.float32(-1),
+                           np.array([0.0, -0.0, -np.inf, -87.0, -86.98, -87.34, -87.68,
+                                     -87.7, -88.0, -88.01], np.float32)])
+
+
+def test_nonpos_variant_matches_on_its_domain(fast_exp, fast_exp_nonpos):
+    # softmax's exp(x - rowmax): x <= 0 or NaN; the same bits as
+    # disc_exp_fast wherever that is normal (x >= -86.98), 0 at -inf
+    x = _nonpos_domain()
+    y, ref = fast_exp_nonpos(x), fast_exp(x)
+    normal = x >= np.float32(-86.98)
+    np.testing.assert_array_equal(y[normal], ref[normal])
+    np.testing.assert_array_equal(fast_exp_nonpos(np.array([0.0, -0.0, -np.inf], np.float32)),
+                                  [1.0, 1.0, 0.0])
+    assert np.isnan(fast_exp_nonpos(np.array([np.nan, -np.nan], np.float32))).all()
+
+
+def test_nonpos_tail_subnormal_then_zero(fast_exp_nonpos):
+    # below disc_exp_fast's flush: exp(x) within 1.5 subnormal ulps down to
+    # -87.68 (n = -126), exactly 0 from the clamp's n = -127 on
+    tail = np.linspace(-87.68, -86.98, 4001, dtype=np.float32)
+    assert _ulp_error(fast_exp_nonpos(tail), tail).max() <= 1.5
+    assert (fast_exp_nonpos(np.float32([-87.34, -87.5])) > 0).all()
+    zero = np.concatenate([np.linspace(-200.0, -87.69, 4001, dtype=np.float32),
+                           np.float32([-1e30, -np.finfo(np.float32).max, -np.inf])])
+    np.testing.assert_array_equal(fast_exp_nonpos(zero), 0.0)
+
+
+def test_nan_free_variant_matches_nonpos_except_nan(fast_exp_nonpos, fast_exp_nonpos_nan_free):
+    # the unsigned-min clamp: the same bits for every x <= 0 (and +0); a NaN
+    # x may give anything (its caller replaces that result)
+    x = np.concatenate([_nonpos_domain(), np.linspace(-90.0, 0.0, 100001, dtype=np.float32)])
+    np.testing.assert_array_equal(fast_exp_nonpos_nan_free(x), fast_exp_nonpos(x))
 
 
 def _kernel_source(fn, dtype) -> str:
@@ -97,12 +136,14 @@ def _kernel_source(fn, dtype) -> str:
                                         (tf.bfloat16, True), (tf.float64, False)])
 def test_softmax_uses_fast_exp_only_where_tf_runs_onednn(dtype, fast):
     """f32 Softmax/LogSoftmax (half types compute in f32) call disc_exp_fast,
-    as its x - rowmax(x) variant; f64 and tf.exp itself keep Eigen's
+    as its x - rowmax(x) variants; f64 and tf.exp itself keep Eigen's
     bitwise disc_exp, and an exp of anything else the clamped one."""
     body = lambda src: src[src.index("}  // namespace"):]   # the kernels, not the prelude
-    for fn in (tf.nn.softmax, tf.nn.log_softmax):
+    # Softmax selects +inf for a NaN x itself (the _nan_free clamp);
+    # LogSoftmax's row sum must see exp(NaN) = NaN
+    for fn, variant in ((tf.nn.softmax, "nonpos_nan_free"), (tf.nn.log_softmax, "nonpos")):
         src = body(_kernel_source(lambda x: fn(x) * x, dtype))
-        assert ("disc_exp_fast_nonpos(" in src) == fast
+        assert (f"disc_exp_fast_{variant}(" in src) == fast
         assert ("disc_exp(" in src) != fast
     src = body(_kernel_source(lambda x: tf.exp(x) * x, dtype))
     assert "disc_exp(" in src and "disc_exp_fast" not in src

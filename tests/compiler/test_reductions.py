@@ -75,6 +75,58 @@ def test_softmax(compiler):
         run(compiler, softmaxes, [S3], [rng.standard_normal(sh).astype(np.float32) * 10])
 
 
+def masked_softmaxes(x, mask):
+    return tf.nn.softmax(x * 0.125 + mask), tf.nn.log_softmax(x + mask)
+
+
+def test_softmax_rows_with_specials_match_tf(compiler):
+    # row lengths around the 16/64-lane blocks, -inf/-1e9 masks (exact 0
+    # there, as TF), huge values, NaN, a fully masked row, empty batches
+    spec = [tf.TensorSpec([None, None], F)] * 2
+    for n in [1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 768, 1000]:
+        x = (rng.standard_normal((7, n)) * 10).astype(np.float32)
+        mask = np.zeros((7, n), np.float32)
+        mask[1, ::3] = -np.inf
+        mask[2, ::2] = -1e9
+        mask[3] = -np.inf
+        x[4, 0] = 1e30
+        x[4, -1] = -1e30
+        x[5, n // 2] = np.nan
+        x[6, ::4] = -1e30
+        exe, out_dt = compiler.executable(masked_softmaxes, spec)
+        got = exe([x, mask], out_dt)
+        want = [w.numpy() for w in masked_softmaxes(tf.constant(x), tf.constant(mask))]
+        # the NaN row: NaN there and 0 elsewhere (oneDNN also NaNs a few
+        # lanes its vector max saw the NaN in: 7 and 8 of 15, 13, 29, ... of 100)
+        nan_row = np.zeros(n, np.float32)
+        nan_row[n // 2] = np.nan
+        np.testing.assert_array_equal(got[0][5], nan_row)
+        tf_nan = np.isnan(want[0][5])
+        np.testing.assert_array_equal(got[0][5][~tf_nan], want[0][5][~tf_nan])
+        got[0][5], want[0][5] = 0, 0
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"n={n}")
+        masked = np.isneginf(mask) | (mask == -1e9)
+        np.testing.assert_array_equal(got[0][masked], want[0][masked])
+    exe, out_dt = compiler.executable(masked_softmaxes, spec)
+    for sh in [(0, 5), (3, 0)]:
+        got = exe([np.zeros(sh, np.float32)] * 2, out_dt)
+        assert all(g.shape == sh for g in got)
+
+
+def test_double_softmax_rows_match_tf(compiler):
+    # f64 rows: 8-lane max blocks in the loop, Eigen's exp
+    spec = [tf.TensorSpec([None, None], tf.float64)] * 2
+    exe, out_dt = compiler.executable(masked_softmaxes, spec)
+    for n in [1, 7, 31, 32, 33, 100]:
+        x = rng.standard_normal((5, n)) * 10
+        mask = np.where(rng.random((5, n)) < 0.3, -np.inf, 0.0)
+        mask[:, 0] = 0.0
+        got = exe([x, mask], out_dt)
+        for g, w in zip(got, masked_softmaxes(tf.constant(x), tf.constant(mask))):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-12, atol=1e-14, err_msg=f"n={n}")
+
+
 def cumsums(x):
     return (tf.cumsum(x, 1), tf.cumsum(x, 0, exclusive=True), tf.cumsum(x, -1, reverse=True),
             tf.cumsum(x * 2.0, 1, exclusive=True, reverse=True) + 1.0)

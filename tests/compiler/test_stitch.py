@@ -367,6 +367,84 @@ def test_exp_of_x_minus_its_row_max_drops_the_upper_clamp(shift_of, nonpos):
     assert ("disc_exp_fast(" in src) != nonpos
 
 
+def _nan_select_ir(pred_of: str, extra_use: bool) -> str:
+    """Softmax's select(is_nan(z), inf, exp(z)) with the predicate on
+    %{pred_of}; extra_use: exp(z) also summed directly."""
+    total = "%v3" if extra_use else "%v6"
+    return f"""func @f(%arg0: f32[s0,s1], %arg1: f32[s0,s1]) {{
+  %v0 = reduce(%arg0) {{"dimensions": [1],"kind": "max_ignore_nan"}} : f32[s0,1]
+  %v1 = broadcast_in_dim(%v0) {{"broadcast_dimensions": [0,1]}} : f32[s0,s1]
+  %v2 = subtract(%arg0, %v1) : f32[s0,s1]
+  %v3 = exponential(%v2) {{"fast": true}} : f32[s0,s1]
+  %v4 = constant() {{"value": [Infinity]}} : f32[]
+  %v5 = broadcast_in_dim(%v4) {{"broadcast_dimensions": []}} : f32[s0,s1]
+  %v7 = is_nan(%{pred_of}) : i1[s0,s1]
+  %v6 = select(%v7, %v5, %v3) : f32[s0,s1]
+  %v8 = reduce({total}) {{"dimensions": [1],"kind": "sum"}} : f32[s0,1]
+  %v9 = reduce(%v6) {{"dimensions": [1],"kind": "max"}} : f32[s0,1]
+  return(%v8, %v9)
+}}
+"""
+
+
+@pytest.mark.parametrize("pred_of,extra_use,nan_free", [
+    ("v2", False, True), ("arg1", False, False), ("v2", True, False)])
+def test_exp_whose_nan_results_are_replaced_clamps_by_integer_min(pred_of, extra_use, nan_free):
+    # exp(z) read only through select(is_nan(z), inf, .): the _nan_free
+    # variant; a predicate on another value, or another use, keeps NaN
+    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    (st,) = _stitches(verify(stitch(parse_func(_nan_select_ir(pred_of, extra_use)))))
+    src = build_stitch(st, {}, 0).source
+    assert ("disc_exp_fast_nonpos_nan_free(" in src) == nan_free
+    assert ("disc_exp_fast_nonpos(" in src) != nan_free
+
+
+_SCALED_SOFTMAX_IR = """func @f(%arg0: f32[s0,s1], %arg1: f32[s0,s1]) {
+  %v0 = multiply(%arg0, %arg1) : f32[s0,s1]
+  %v1 = reduce(%v0) {"dimensions": [1],"kind": "max_ignore_nan"} : f32[s0,1]
+  %v2 = broadcast_in_dim(%v1) {"broadcast_dimensions": [0,1]} : f32[s0,s1]
+  %v3 = subtract(%v0, %v2) : f32[s0,s1]
+  %v4 = exponential(%v3) {"fast": true} : f32[s0,s1]
+  %v5 = reduce(%v4) {"dimensions": [1],"kind": "sum"} : f32[s0,1]
+  return(%v5)
+}
+"""
+
+
+def test_row_max_combines_in_the_loop_that_stores_its_input():
+    # the max of x * y: the blocks of the loop storing x * y feed the max
+    # lanes (no second pass over the row); the sum of exp stays a pass
+    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    (st,) = _stitches(verify(stitch(parse_func(_SCALED_SOFTMAX_IR))))
+    src = build_stitch(st, {}, 0).source
+    assert src.count("for (int u = 0; u < 32; ++u)") == 1
+    assert src.count("std::memcpy(&x, s0 + j0") == 2
+    assert "a_v5_s" in src   # the float sum: its own blocked pass
+
+
+_TWICE_BROADCAST_IR = """func @f(%arg0: f32[s0,s1], %arg1: f32[s1]) {
+  %v0 = reduce(%arg0) {"dimensions": [1],"kind": "sum"} : f32[s0,1]
+  %v1 = broadcast_in_dim(%v0) {"broadcast_dimensions": [0,1]} : f32[s0,s1]
+  %v2 = broadcast_in_dim(%arg1) {"broadcast_dimensions": [1]} : f32[s0,s1]
+  %v3 = multiply(%v2, %v1) : f32[s0,s1]
+  %v4 = broadcast_in_dim(%arg1) {"broadcast_dimensions": [1]} : f32[s0,s1]
+  %v5 = multiply(%v4, %arg0) : f32[s0,s1]
+  %v6 = add(%v3, %v5) : f32[s0,s1]
+  return(%v6)
+}
+"""
+
+
+def test_equal_broadcasts_share_one_load_index():
+    # Keras LayerNorm's gamma, broadcast twice: one index (b0), so both
+    # reads are one expression the C++ compiler loads once
+    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    (st,) = _stitches(verify(stitch(parse_func(_TWICE_BROADCAST_IR))))
+    info = build_stitch(st, {}, 0)
+    assert len(info.loads) == 1
+    assert info.source.count("c.p0[b0 + j]") == 2 and "b1" not in info.source
+
+
 def test_row_reductions_fold_lanes_by_shuffles():
     # the end of each row reduction is on the row's critical path: the 16
     # float max lanes fold in 4 shuffle steps and the 8 double sum lanes in
