@@ -21,10 +21,6 @@
 
 #include "tf_disc/runtime/gemm_bf16.h"
 
-// gemm.cc (Eigen, the runtime switches) is not linked here: this driver's
-// GEMMs carry no epilogue, so the kernel's call finds none to run.
-void tf_disc::GemmEpilogue(const GemmArgs&, int64_t, int64_t, int64_t, int64_t, int64_t) {}
-
 namespace {
 
 double ThreadSeconds() {
