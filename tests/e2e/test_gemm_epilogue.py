@@ -78,3 +78,44 @@ def test_bf16_fast_math_still_runs_the_epilogue(disc):
         assert total(stats, "fallbacks") == 0, stats
     finally:
         disc.set_options(fast_math="")
+
+
+# (batch, m, k, n) for the bf16 kernel: one task, column tasks sharing A
+# packed once (n > 256, ragged edges), batched with B per entry, a long k
+# (several 768-long chunks).
+BF16_SHAPES = [(1, 64, 96, 200), (1, 300, 64, 700), (3, 50, 40, 130), (1, 40, 1600, 70)]
+
+
+@pytest.mark.parametrize("unfused", [False, True])
+@pytest.mark.parametrize("weight", [False, True])
+def test_bf16_epilogue_covers_every_block(disc, unfused, weight):
+    """fast_math="bf16": the epilogue 2 C + bias after the bf16 kernel (also
+    under DISC_GEMM_EPILOGUE=0) reaches every element (a block it missed
+    would hold C) in each of the kernel's task plans, within the bf16 error
+    bound (doubled) of the float64 product; B a variable (packed once) or an
+    input."""
+    disc.set_options(fast_math="bf16", min_cluster_size=1)
+    try:
+        for i, (nb, m, k, n) in enumerate(BF16_SHAPES):
+            x, bias = _rand((nb, m, k), 70 + i), _rand((n,), 80 + i)
+            w = _rand((nb, k, n) if nb > 1 else (k, n), 90 + i)
+            wv = tf.Variable(w)
+            spec = tf.TensorSpec([None] * x.ndim, tf.float32)
+            if weight:
+                f = tf.function(lambda a: tf.matmul(a, wv) * 2.0 + bias, input_signature=[spec])
+                args = [x]
+            else:
+                f = tf.function(lambda a, b: tf.matmul(a, b) * 2.0 + bias,
+                                input_signature=[spec, tf.TensorSpec([None] * w.ndim, tf.float32)])
+                args = [x, w]
+            with disc.runtime_switches(**({"DISC_GEMM_EPILOGUE": "0"} if unfused else {})):
+                got = f(*args).numpy().astype(np.float64)
+            a64, b64 = x.astype(np.float64), w.astype(np.float64)
+            want = 2.0 * (a64 @ b64) + bias
+            bound = 2.0 * (2.0 ** -7 + 2.0 ** -15 + k * 2.0 ** -23) * (np.abs(a64) @ np.abs(b64))
+            err = np.abs(got - want) - 1e-5 * (1.0 + np.abs(want))
+            assert np.all(err <= bound), (nb, m, k, n, float(np.max(err / (bound + 1e-30))))
+        stats = disc.stats()
+        assert total(stats, "fallbacks") == 0, stats
+    finally:
+        disc.set_options(fast_math="", min_cluster_size=2)
