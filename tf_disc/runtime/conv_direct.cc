@@ -57,15 +57,6 @@ struct BlockEpilogue {
 inline Packet Finish(const BlockEpilogue& e, int p, Packet v) {
   if (e.scale != nullptr) v = ei::pmul(v, ei::ploadu<Packet>(e.scale + p * kPacket));
   if (e.shift != nullptr) v = ei::padd(v, ei::ploadu<Packet>(e.shift + p * kPacket));
-#if defined(__AVX512F__)
-  // max(0, v) then min(6, v): one instruction each, and each returns its
-  // second operand, v, where v is NaN (pcmp + pselect took three on GCC).
-  if constexpr (kPacket == 16) {
-    if (e.activation != DISC_ACT_NONE) v = _mm512_max_ps(_mm512_setzero_ps(), v);
-    if (e.activation == DISC_ACT_RELU6) v = _mm512_min_ps(_mm512_set1_ps(6.f), v);
-    return v;
-  }
-#endif
   if (e.activation != DISC_ACT_NONE) {
     const Packet zero = ei::pset1<Packet>(0.f);
     v = ei::pselect(ei::pcmp_lt(v, zero), zero, v);
