@@ -72,9 +72,10 @@ inline Packet Finish(const BlockEpilogue& e, int p, Packet v) {
 //   a[pix[r] + aoff[kk]] * f[kk * ldf + p * kPacket]
 // (pix[r]: offset of output pixel r's window origin in a; aoff: the
 // chunk's patch offsets), then the epilogue when `epi` is given.  kMode:
-// kInit (out not read), kAccumulate, or kPrefetch (kAccumulate, and row kk
-// of `next`, ldf apart, prefetched into L2 at step kk: an instantiation of
-// its own keeps the other tiles' loop free of the prefetches).  One flat
+// kInit (out not read), kAccumulate, or kPrefetch (kAccumulate, and the
+// line at row kk of `next`, ldf apart, prefetched into L2 at step kk: an
+// instantiation of its own keeps the other tiles' loop free of the
+// prefetches).  One flat
 // loop over the chunk keeps the accumulators in registers throughout
 // (a loop per filter row spilled all 24 of them at every row).  The
 // r/p loops are unrolled by pragma: with the asm FMA GCC left them rolled
@@ -115,8 +116,7 @@ void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, 
   for (int r = 0; r < R; ++r) ar[r] = a + pix[r];
   for (int64_t kk = 0; kk < len; ++kk) {
     const int64_t o = aoff[kk];
-    if (kMode == kPrefetch)
-      for (int p = 0; p < NP; ++p) __builtin_prefetch(next + kk * ldf + p * kPacket, 0, 2);
+    if (kMode == kPrefetch) __builtin_prefetch(next + kk * ldf, 0, 2);
     Packet fv[NP];
     for (int p = 0; p < NP; ++p) fv[p] = ei::ploadu<Packet>(f + kk * ldf + p * kPacket);
 #pragma GCC unroll 8
@@ -633,20 +633,24 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
       for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t k0 = ch * k / chunks, len = (ch + 1) * k / chunks - k0;
         const BlockEpilogue* last = epilogue && ch + 1 == chunks ? &epi : nullptr;
-        // The first tile prefetches the next chunk's filter rows into L2: a
-        // block's rows are ocp floats apart, 2 KiB at 512 channels, too few
-        // per page for the hardware prefetchers, so where the filter is not
-        // L2-resident (3x3 512->512: 1.2 MB per block) each chunk's first
-        // tile waited on L3 for every row.  (Contiguous rows, ocp <= 64,
-        // the hardware prefetchers follow.)
+        // The first np tiles prefetch the next chunk's filter rows into L2,
+        // tile ti the rows' packet ti (one line per step: all np lines in
+        // one tile made it about 3 times slower than the others; spread,
+        // 3x3 512->512 on 7x7 batch 1 -2 to -4%, batch 8 neutral,
+        // conv_kernel_ab.py): a block's rows are ocp floats apart, 2 KiB at
+        // 512 channels, too few per page for the hardware prefetchers, so
+        // where the filter is not L2-resident (3x3 512->512: 1.2 MB per
+        // block) each chunk's first tile waited on L3 for every row.
+        // (Contiguous rows, ocp <= 64, the hardware prefetchers follow.)
         const int64_t k1 = (ch + 1) * k / chunks;
         const bool fetch = ch > 0 && ch + 1 < chunks && k1 + len <= k && ocp > kBlock;
         const int64_t tiles = CeilDiv(np_, kRows);
         for (int64_t ti = 0, q = 0; ti < tiles; ++ti) {
           const int rows = static_cast<int>((ti + 1) * np_ / tiles - ti * np_ / tiles);
-          const TileMode mode = ch == 0 ? kInit : fetch && ti == 0 ? kPrefetch : kAccumulate;
+          const TileMode mode = ch == 0 ? kInit : fetch && ti < np ? kPrefetch : kAccumulate;
           Pick(rows, np, mode)(src, pix + q, aoff.data() + k0, len, filt + k0 * ocp + c0, ocp,
-                               dst + q * ldo, ldo, last, fetch ? filt + k1 * ocp + c0 : nullptr);
+                               dst + q * ldo, ldo, last,
+                               fetch ? filt + k1 * ocp + c0 + ti * kPacket : nullptr);
           q += rows;
         }
       }
