@@ -230,6 +230,31 @@ def test_depthwise_streamed_output(disc, strides):
     _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases)
 
 
+@pytest.mark.parametrize("padding", ["SAME", "VALID", [[0, 0], [1, 0], [2, 1], [0, 0]],
+                                     [[0, 0], [0, 1], [0, 1], [0, 0]]])
+def test_depthwise_row_groups(disc, padding):
+    """Stride-1 3x3 depthwise + bias + Relu6 over row widths 1..19: rows
+    split into groups of up to 8 pixels, a padding column at either edge
+    taken by the group kernel, two (pad_left 2) left to the per-pixel
+    path; 40 channels (a 2-packet block, a 1-packet one, a scalar tail);
+    NaN inputs stay NaN through the epilogue.  (No bias with explicit
+    padding: stock TF's shape function aborts on the fused depthwise op.)"""
+    def fn(x, f, b):
+        y = tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], padding)
+        return tf.nn.relu6(tf.nn.bias_add(y, b) if isinstance(padding, str) else y)
+    cases = []
+    for i, width in enumerate(range(1 if padding == "SAME" else 3, 20)):
+        x = _rand((2, 4, width, 40), i)
+        x[1, 2, width // 2, 3] = np.nan
+        cases.append([x, _rand((3, 3, 40, 1), 30 + i), _rand((40,), 60 + i)])
+    disc.enable(min_cluster_size=1)
+    compiled = tf.function(fn, input_signature=[_spec(4), _spec(4), _spec(1)])
+    for x, f, b in cases:
+        got, want = compiled(x, f, b).numpy(), fn(tf.constant(x), f, b).numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        _close(np.nan_to_num(got), np.nan_to_num(want), 1e-4)
+
+
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])
 @pytest.mark.parametrize("mult,strides,dil", [(1, 1, 1), (1, 2, 1), (2, 1, 1), (1, 1, 2)])
 def test_depthwise(disc, padding, mult, strides, dil):

@@ -72,9 +72,10 @@ inline Packet Finish(const BlockEpilogue& e, int p, Packet v) {
 //   a[pix[r] + aoff[kk]] * f[kk * ldf + p * kPacket]
 // (pix[r]: offset of output pixel r's window origin in a; aoff: the
 // chunk's patch offsets), then the epilogue when `epi` is given.  kMode:
-// kInit (out not read), kAccumulate, or kPrefetch (kAccumulate, and row kk
-// of `next`, ldf apart, prefetched into L2 at step kk: an instantiation of
-// its own keeps the other tiles' loop free of the prefetches).  One flat
+// kInit (out not read), kAccumulate, or kPrefetch (kAccumulate, and the
+// line at row kk of `next`, ldf apart, prefetched into L2 at step kk: an
+// instantiation of its own keeps the other tiles' loop free of the
+// prefetches).  One flat
 // loop over the chunk keeps the accumulators in registers throughout
 // (a loop per filter row spilled all 24 of them at every row).  The
 // r/p loops are unrolled by pragma: with the asm FMA GCC left them rolled
@@ -115,8 +116,7 @@ void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, 
   for (int r = 0; r < R; ++r) ar[r] = a + pix[r];
   for (int64_t kk = 0; kk < len; ++kk) {
     const int64_t o = aoff[kk];
-    if (kMode == kPrefetch)
-      for (int p = 0; p < NP; ++p) __builtin_prefetch(next + kk * ldf + p * kPacket, 0, 2);
+    if (kMode == kPrefetch) __builtin_prefetch(next + kk * ldf, 0, 2);
     Packet fv[NP];
     for (int p = 0; p < NP; ++p) fv[p] = ei::ploadu<Packet>(f + kk * ldf + p * kPacket);
 #pragma GCC unroll 8
@@ -346,29 +346,39 @@ inline void StorePixels(Packet (&acc)[P][NP], const BlockEpilogue* epi, int64_t 
   }
 }
 
-// As DepthwisePixels for 3 column taps at stride and dilation 1, all in
-// bounds: each input vector, loaded once per filter row, feeds every pixel
-// whose window holds it (up to 3), the row's 3 x NP filter vectors in
-// registers.  DepthwisePixels loads each input vector once per tap (1.25
-// loads per FMA at 4 pixels x 4 packets).
-template <int NP, int P>
-void DepthwiseReuse3(const DiscWindowArgs& w, const float* in, const float* f, int64_t c0,
-                     int64_t by, int64_t bx, int64_t i0, int64_t i1, const BlockEpilogue* epi,
-                     bool stream, float* out) {
+// As DepthwisePixels for P consecutive pixels of a row with 3 column taps
+// at stride and dilation 1: each input vector, loaded once per filter row
+// into a register, feeds every pixel whose window holds it (up to 3), the
+// row's 3 x NP filter vectors in registers.  Input columns bx + u, u in
+// [0, P + 2): the first outside the image (zero) where kLeft, the last
+// where kRight, so that a row's edge pixels take the same kernel as its
+// middle.  (DepthwisePixels loads each input vector once per tap; with the
+// loads folded into the FMAs, 42 loads for 36 FMAs at 6 pixels x 2
+// packets, GCC's choice, the kernel was load-bound: 576 channels @14
+// batch 8, 1 thread, DepthwiseRowsF32 CPU time 0.39 -> 0.33 ms with the
+// loads in registers alone.)
+template <int NP, int P, bool kLeft, bool kRight>
+void DepthwiseRow3(const DiscWindowArgs& w, const float* in, const float* f, int64_t c0,
+                   int64_t by, int64_t bx, int64_t i0, int64_t i1, const BlockEpilogue* epi,
+                   bool stream, float* out) {
   Packet acc[P][NP];
   for (int q = 0; q < P; ++q)
     for (int p = 0; p < NP; ++p) acc[q][p] = ei::pset1<Packet>(0.f);
   const int64_t c = w.in_c;
   for (int64_t i = i0; i < i1; ++i) {
-    const float* row = in + ((by + i * w.dilation_h) * w.in_w + bx) * c + c0;
+    // Column bx + 1 (in bounds even where kLeft): input column bx + u is row[(u - 1) * c].
+    const float* row = in + ((by + i * w.dilation_h) * w.in_w + bx + 1) * c + c0;
     const float* frow = f + i * 3 * c + c0;
     Packet fv[3][NP];
     for (int j = 0; j < 3; ++j)
       for (int p = 0; p < NP; ++p) fv[j][p] = ei::ploadu<Packet>(frow + j * c + p * kPacket);
 #pragma GCC unroll 32
-    for (int u = 0; u < P + 2; ++u) {
+    for (int u = kLeft ? 1 : 0; u < (kRight ? P + 1 : P + 2); ++u) {
       Packet v[NP];
-      for (int p = 0; p < NP; ++p) v[p] = ei::ploadu<Packet>(row + u * c + p * kPacket);
+      for (int p = 0; p < NP; ++p) {
+        v[p] = ei::ploadu<Packet>(row + (u - 1) * c + p * kPacket);
+        asm("" : "+v"(v[p]));  // a register, not a memory operand of each FMA
+      }
 #pragma GCC unroll 16
       for (int q = 0; q < P; ++q) {
         const int j = u - q;
@@ -380,89 +390,147 @@ void DepthwiseReuse3(const DiscWindowArgs& w, const float* in, const float* f, i
   StorePixels<NP, P>(acc, epi, c0, c, stream, out);
 }
 
-// All channels of P pixels as above (by DepthwiseReuse3 where `reuse`),
-// then their epilogue.
-template <int P, bool reuse>
+// DepthwiseRow3 with the pixel count and edges chosen at run time.
+template <int NP, int P>
+void Row3Edges(bool left, bool right, const DiscWindowArgs& w, const float* in, int64_t c0,
+               int64_t by, int64_t bx, int64_t i0, int64_t i1, const BlockEpilogue* epi,
+               bool stream, float* out) {
+  const float* f = static_cast<const float*>(w.filter);
+  if (left) {
+    (right ? &DepthwiseRow3<NP, P, true, true> : &DepthwiseRow3<NP, P, true, false>)(
+        w, in, f, c0, by, bx, i0, i1, epi, stream, out);
+  } else {
+    (right ? &DepthwiseRow3<NP, P, false, true> : &DepthwiseRow3<NP, P, false, false>)(
+        w, in, f, c0, by, bx, i0, i1, epi, stream, out);
+  }
+}
+
+template <int NP>
+void Row3(int pixels, bool left, bool right, const DiscWindowArgs& w, const float* in,
+          int64_t c0, int64_t by, int64_t bx, int64_t i0, int64_t i1, const BlockEpilogue* epi,
+          bool stream, float* out) {
+  switch (pixels) {
+    case 1: return Row3Edges<NP, 1>(left, right, w, in, c0, by, bx, i0, i1, epi, stream, out);
+    case 2: return Row3Edges<NP, 2>(left, right, w, in, c0, by, bx, i0, i1, epi, stream, out);
+    case 3: return Row3Edges<NP, 3>(left, right, w, in, c0, by, bx, i0, i1, epi, stream, out);
+    case 4: return Row3Edges<NP, 4>(left, right, w, in, c0, by, bx, i0, i1, epi, stream, out);
+    case 5: return Row3Edges<NP, 5>(left, right, w, in, c0, by, bx, i0, i1, epi, stream, out);
+    case 6: return Row3Edges<NP, 6>(left, right, w, in, c0, by, bx, i0, i1, epi, stream, out);
+    case 7: return Row3Edges<NP, 7>(left, right, w, in, c0, by, bx, i0, i1, epi, stream, out);
+    default: return Row3Edges<NP, 8>(left, right, w, in, c0, by, bx, i0, i1, epi, stream, out);
+  }
+}
+
+// Channels [c0, c) of pixel (by, bx)'s window, past the last whole packet:
+// scalar, then their epilogue.
+void DepthwiseScalar(const DiscWindowArgs& w, const float* in, int64_t by, int64_t bx,
+                     int64_t i0, int64_t i1, int64_t c0, float* out) {
+  const float* f = static_cast<const float*>(w.filter);
+  const int64_t c = w.in_c;
+  int64_t j0, j1;
+  TapRange(bx, w.dilation_w, w.k_w, w.in_w, &j0, &j1);
+  for (int64_t ch = c0; ch < c; ++ch) {
+    float acc = 0.f;
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t j = j0; j < j1; ++j)
+        acc += in[((by + i * w.dilation_h) * w.in_w + bx + j * w.dilation_w) * c + ch] *
+               f[(i * w.k_w + j) * c + ch];
+    out[ch] = acc;
+  }
+  ApplyEpilogue(w, out + c0, c, 1, c0, c);
+}
+
+// All channels of `pixels` (<= 8) pixels by DepthwiseRow3: 2-packet
+// blocks (16 accumulators at 8 pixels, 6 filter and 2 input vectors).
+void DepthwiseWideGroup(const DiscWindowArgs& w, const float* in, int pixels, bool left,
+                        bool right, int64_t by, int64_t bx, int64_t i0, int64_t i1,
+                        const BlockEpilogue* epi, bool stream, float* out) {
+  const int64_t c = w.in_c, full = c / kPacket * kPacket;
+  int64_t c0 = 0;
+  for (; c0 + 2 * kPacket <= full; c0 += 2 * kPacket)
+    Row3<2>(pixels, left, right, w, in, c0, by, bx, i0, i1, epi, stream, out);
+  for (; c0 < full; c0 += kPacket)
+    Row3<1>(pixels, left, right, w, in, c0, by, bx, i0, i1, epi, stream, out);
+  if (c0 < c)
+    for (int q = 0; q < pixels; ++q) DepthwiseScalar(w, in, by, bx + q, i0, i1, c0, out + q * c);
+}
+
+// All channels of P pixels (stride_w apart) as above, then their epilogue.
+template <int P>
 void DepthwiseGroup(const DiscWindowArgs& w, const float* in, int64_t by, int64_t bx,
-                    int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool stream, float* out) {
+                    int64_t i0, int64_t i1, int64_t j0, int64_t j1, const BlockEpilogue* epi,
+                    bool stream, float* out) {
   const float* f = static_cast<const float*>(w.filter);
   const int64_t c = w.in_c, full = c / kPacket * kPacket;
-  // The epilogue on the registers before the store, not a pass over the
-  // output after it (that pass was about a sixth of the kernel's perf
-  // samples at MobileNetV2's 576-channel depthwise, batch 8).
-  const BlockEpilogue all{static_cast<const float*>(w.scale),
-                          static_cast<const float*>(w.shift), w.activation};
-  const BlockEpilogue* epi = HasEpilogue(w) ? &all : nullptr;
   int64_t c0 = 0;
-  if constexpr (!reuse) {
-    for (; c0 + kBlock <= full; c0 += kBlock)
-      DepthwisePixels<kPackets, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, epi, stream, out);
-    for (; c0 < full; c0 += kPacket)
-      DepthwisePixels<1, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, epi, stream, out);
-  } else {  // 2 packets: 16 accumulators, 6 filter and 2 input vectors
-    for (; c0 + 2 * kPacket <= full; c0 += 2 * kPacket)
-      DepthwiseReuse3<2, P>(w, in, f, c0, by, bx, i0, i1, epi, stream, out);
-    for (; c0 < full; c0 += kPacket)
-      DepthwiseReuse3<1, P>(w, in, f, c0, by, bx, i0, i1, epi, stream, out);
-  }
-  for (int q = 0; q < P; ++q) {
-    const int64_t qx = bx + q * w.stride_w;
-    for (int64_t ch = c0; ch < c; ++ch) {  // channels past the last packet
-      float acc = 0.f;
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = j0; j < j1; ++j)
-          acc += in[((by + i * w.dilation_h) * w.in_w + qx + j * w.dilation_w) * c + ch] *
-                 f[(i * w.k_w + j) * c + ch];
-      out[q * c + ch] = acc;
-    }
-  }
-  if (c0 < c) ApplyEpilogue(w, out + c0, c, P, c0, c);
+  for (; c0 + kBlock <= full; c0 += kBlock)
+    DepthwisePixels<kPackets, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, epi, stream, out);
+  for (; c0 < full; c0 += kPacket)
+    DepthwisePixels<1, P>(w, in, f, c0, by, bx, i0, i1, j0, j1, epi, stream, out);
+  if (c0 < c)
+    for (int q = 0; q < P; ++q)
+      DepthwiseScalar(w, in, by, bx + q * w.stride_w, i0, i1, c0, out + q * c);
 }
 
 }  // namespace
 
 void DepthwiseRowsF32(const DiscWindowArgs& w, int64_t begin, int64_t end) {
   constexpr int kGroup = 4;  // pixels per DepthwiseGroup where all taps are in bounds
-  constexpr int kWide = 6;    // pixels per DepthwiseReuse3 group
+  constexpr int kWide = 8;   // most pixels per DepthwiseRow3 group
   const int64_t c = w.in_c;
-  auto whole = [&w](int64_t x) {  // all of pixel x's column taps in bounds
-    int64_t j0, j1;
-    TapRange(x * w.stride_w - w.pad_left, w.dilation_w, w.k_w, w.in_w, &j0, &j1);
-    return j0 == 0 && j1 == w.k_w;
-  };
   const bool stream =
       StreamOutput(w.output, c, w.batch * w.out_h * w.out_w * c * int64_t(sizeof(float)));
-  // DepthwiseReuse3 for stride-1 3-wide windows (CPU time, batch 8, 3x3
-  // 576 channels @14: -12%; 144 @56 batch 1: -15%), but not on streamed
-  // outputs (144 @56 batch 8: +14-25%, its 2-packet blocks' stores) nor
-  // at stride 2 (no gain: an input vector serves at most 2 pixels).
+  // DepthwiseRow3 for stride-1 3-wide windows, edge pixels included
+  // (DepthwiseRowsF32 CPU time, 1 thread, alternating processes: 576
+  // channels @14 batch 8 0.39-0.41 -> 0.30-0.31 ms against the 6-pixel
+  // groups with the edge pixels apart; 144 @56 batch 1 0.19 -> 0.16 ms),
+  // but not on streamed outputs (144 @56 batch 8: +14-25%, its 2-packet
+  // blocks' stores) nor at stride 2 (576 @28 batch 8: slower; an input
+  // vector serves at most 2 pixels).
   const bool reuse = w.k_w == 3 && w.dilation_w == 1 && w.stride_w == 1 && !stream;
+  // The rows' groups of near-equal size, at most kWide pixels each.
+  const int64_t groups = reuse ? CeilDiv(w.out_w, kWide) : 0;
+  // The epilogue on the registers before the store, not a pass over the
+  // output after it (that pass was about a sixth of the kernel's perf
+  // samples at MobileNetV2's 576-channel depthwise, batch 8).
+  const BlockEpilogue all{static_cast<const float*>(w.scale),
+                          static_cast<const float*>(w.shift), w.activation};
+  const BlockEpilogue* epi = HasEpilogue(w) ? &all : nullptr;
   for (int64_t ny = begin; ny < end; ++ny) {
     const int64_t n = ny / w.out_h, y = ny % w.out_h;
     const int64_t by = y * w.stride_h - w.pad_top;
     const float* in = static_cast<const float*>(w.input) + n * w.in_h * w.in_w * c;
+    float* row_out = static_cast<float*>(w.output) + ny * w.out_w * c;
     int64_t i0, i1;
     TapRange(by, w.dilation_h, w.k_h, w.in_h, &i0, &i1);
-    for (int64_t x = 0; x < w.out_w;) {
-      float* out = static_cast<float*>(w.output) + (ny * w.out_w + x) * c;
-      const int64_t bx = x * w.stride_w - w.pad_left;
-      if (reuse && x + kWide <= w.out_w && whole(x) && whole(x + kWide - 1)) {
-        DepthwiseGroup<kWide, true>(w, in, by, bx, i0, i1, 0, 3, stream, out);
-        x += kWide;
-        continue;
+    // Pixels [x, to) in groups of kGroup (all taps in bounds) or one by one.
+    int64_t x = 0;
+    auto per_pixel = [&](int64_t to) {
+      while (x < to) {
+        const int64_t bx = x * w.stride_w - w.pad_left;
+        int64_t j0, j1, l0 = 0, l1 = 0;
+        TapRange(bx, w.dilation_w, w.k_w, w.in_w, &j0, &j1);
+        if (x + kGroup <= to && j0 == 0 && j1 == w.k_w)
+          TapRange(bx + (kGroup - 1) * w.stride_w, w.dilation_w, w.k_w, w.in_w, &l0, &l1);
+        if (l0 == 0 && l1 == w.k_w) {  // the group's first and last pixels: all taps in bounds
+          DepthwiseGroup<kGroup>(w, in, by, bx, i0, i1, j0, j1, epi, stream, row_out + x * c);
+          x += kGroup;
+        } else {
+          DepthwiseGroup<1>(w, in, by, bx, i0, i1, j0, j1, epi, stream, row_out + x * c);
+          ++x;
+        }
       }
-      int64_t j0, j1, l0 = 0, l1 = 0;
-      TapRange(bx, w.dilation_w, w.k_w, w.in_w, &j0, &j1);
-      if (x + kGroup <= w.out_w && j0 == 0 && j1 == w.k_w)
-        TapRange(bx + (kGroup - 1) * w.stride_w, w.dilation_w, w.k_w, w.in_w, &l0, &l1);
-      if (l0 == 0 && l1 == w.k_w) {  // the group's first and last pixels: all taps in bounds
-        DepthwiseGroup<kGroup, false>(w, in, by, bx, i0, i1, j0, j1, stream, out);
-        x += kGroup;
-      } else {
-        DepthwiseGroup<1, false>(w, in, by, bx, i0, i1, j0, j1, stream, out);
-        ++x;
-      }
+    };
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t x0 = g * w.out_w / groups, x1 = (g + 1) * w.out_w / groups;
+      const int64_t bx = x0 - w.pad_left, last = bx + (x1 - x0) + 1;  // input columns bx..last
+      if (bx < -1 || last > w.in_w) continue;  // more than one padding column: per pixel
+      per_pixel(x0);
+      DepthwiseWideGroup(w, in, static_cast<int>(x1 - x0), bx < 0, last == w.in_w, by, bx, i0,
+                         i1, epi, stream, row_out + x0 * c);
+      x = x1;
     }
+    per_pixel(w.out_w);
   }
   if (stream) _mm_sfence();  // the streamed stores ordered before the caller's join
 }
@@ -565,20 +633,24 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
       for (int64_t ch = 0; ch < chunks; ++ch) {
         const int64_t k0 = ch * k / chunks, len = (ch + 1) * k / chunks - k0;
         const BlockEpilogue* last = epilogue && ch + 1 == chunks ? &epi : nullptr;
-        // The first tile prefetches the next chunk's filter rows into L2: a
-        // block's rows are ocp floats apart, 2 KiB at 512 channels, too few
-        // per page for the hardware prefetchers, so where the filter is not
-        // L2-resident (3x3 512->512: 1.2 MB per block) each chunk's first
-        // tile waited on L3 for every row.  (Contiguous rows, ocp <= 64,
-        // the hardware prefetchers follow.)
+        // The first np tiles prefetch the next chunk's filter rows into L2,
+        // tile ti the rows' packet ti (one line per step: all np lines in
+        // one tile made it about 3 times slower than the others; spread,
+        // 3x3 512->512 on 7x7 batch 1 -2 to -4%, batch 8 neutral,
+        // conv_kernel_ab.py): a block's rows are ocp floats apart, 2 KiB at
+        // 512 channels, too few per page for the hardware prefetchers, so
+        // where the filter is not L2-resident (3x3 512->512: 1.2 MB per
+        // block) each chunk's first tile waited on L3 for every row.
+        // (Contiguous rows, ocp <= 64, the hardware prefetchers follow.)
         const int64_t k1 = (ch + 1) * k / chunks;
         const bool fetch = ch > 0 && ch + 1 < chunks && k1 + len <= k && ocp > kBlock;
         const int64_t tiles = CeilDiv(np_, kRows);
         for (int64_t ti = 0, q = 0; ti < tiles; ++ti) {
           const int rows = static_cast<int>((ti + 1) * np_ / tiles - ti * np_ / tiles);
-          const TileMode mode = ch == 0 ? kInit : fetch && ti == 0 ? kPrefetch : kAccumulate;
+          const TileMode mode = ch == 0 ? kInit : fetch && ti < np ? kPrefetch : kAccumulate;
           Pick(rows, np, mode)(src, pix + q, aoff.data() + k0, len, filt + k0 * ocp + c0, ocp,
-                               dst + q * ldo, ldo, last, fetch ? filt + k1 * ocp + c0 : nullptr);
+                               dst + q * ldo, ldo, last,
+                               fetch ? filt + k1 * ocp + c0 + ti * kPacket : nullptr);
           q += rows;
         }
       }
