@@ -24,6 +24,30 @@ def test_forced_compile_failure_falls_back(disc):
     assert any("c++" in r or "compil" in r for r in reasons), reasons
 
 
+def test_fallback_runs_remapper_fused_ops(disc):
+    """Grappler's remapper fuses depthwise conv + BiasAdd + Relu into
+    _FusedDepthwiseConv2dNative, whose only working CPU kernel is the one
+    oneDNN's layout pass swaps in: the fallback must instantiate the cluster
+    function the way tf.function does (it used to fail with "Missing 0-th
+    output")."""
+    disc.set_options(cxx="/nonexistent/bin/c++")
+    rng = np.random.default_rng(0)
+    f_dw = tf.constant(rng.standard_normal((3, 3, 16, 1)).astype(np.float32))
+    f_conv = tf.constant(rng.standard_normal((3, 3, 16, 8)).astype(np.float32))
+    b16 = tf.constant(rng.standard_normal(16).astype(np.float32))
+    b8 = tf.constant(rng.standard_normal(8).astype(np.float32))
+
+    def model(x):
+        y = tf.nn.relu(tf.nn.bias_add(tf.nn.depthwise_conv2d(x, f_dw, [1, 1, 1, 1], "SAME"), b16))
+        return tf.nn.relu6(tf.nn.bias_add(tf.nn.conv2d(y * 2.0, f_conv, 1, "SAME"), b8))
+    f = tf.function(model, input_signature=[tf.TensorSpec([None, None, None, 16], tf.float32)])
+    for i, shape in enumerate([(2, 8, 8, 16), (1, 5, 7, 16)]):
+        x = random_f32(shape, i)
+        np.testing.assert_allclose(f(x).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-5)
+    stats = disc.stats()
+    assert total(stats, "compiles") == 0 and total(stats, "fallbacks") >= 2, stats
+
+
 def test_two_threads_different_shapes_one_compile(disc):
     f = tf.function(lambda x: tf.sqrt(tf.abs(x)) + x * x,
                     input_signature=[tf.TensorSpec([None, None], tf.float32)])

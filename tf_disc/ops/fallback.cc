@@ -2,11 +2,13 @@
 
 #include <vector>
 
+#include "tensorflow/core/common_runtime/device.h"
+
 namespace tf_disc {
 
 using tensorflow::FunctionLibraryRuntime;
 
-absl::Status FunctionFallback::GetHandle(FunctionLibraryRuntime* lib,
+absl::Status FunctionFallback::GetHandle(FunctionLibraryRuntime* lib, int num_inputs,
                                          FunctionLibraryRuntime::Handle* handle) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -17,11 +19,18 @@ absl::Status FunctionFallback::GetHandle(FunctionLibraryRuntime* lib,
     }
   }
   // Instantiate outside the lock: it may optimize the function (Grappler).
+  // As a multi-device function, like TF's own PartitionedCall: only that
+  // path runs the graph optimization passes, among them oneDNN's layout
+  // rewrite, without which a cluster's remapper op such as
+  // _FusedDepthwiseConv2dNative runs a placeholder kernel that leaves its
+  // output unset ("Missing 0-th output").
+  FunctionLibraryRuntime::InstantiateOptions options;
+  options.is_multi_device_function = true;
+  options.target = lib->device()->name();
+  options.input_devices.assign(num_inputs, options.target);
   FunctionLibraryRuntime::Handle h;
   absl::Status s = lib->Instantiate(function_.name(),
-                                    tensorflow::AttrSlice(&function_.attr()),
-                                    FunctionLibraryRuntime::InstantiateOptions(),
-                                    &h);
+                                    tensorflow::AttrSlice(&function_.attr()), options, &h);
   if (!s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   handles_.emplace(lib, h);  // a concurrent Instantiate returned the same handle
@@ -38,7 +47,7 @@ void FunctionFallback::RunAsync(tensorflow::OpKernelContext* ctx,
     return;
   }
   FunctionLibraryRuntime::Handle handle;
-  absl::Status s = GetHandle(lib, &handle);
+  absl::Status s = GetHandle(lib, ctx->num_inputs(), &handle);
   if (!s.ok()) {
     ctx->SetStatus(s);
     done();

@@ -22,7 +22,7 @@ class FunctionFallback {
                 tensorflow::AsyncOpKernel::DoneCallback done);
 
  private:
-  absl::Status GetHandle(tensorflow::FunctionLibraryRuntime* lib,
+  absl::Status GetHandle(tensorflow::FunctionLibraryRuntime* lib, int num_inputs,
                          tensorflow::FunctionLibraryRuntime::Handle* handle);
 
   const tensorflow::NameAttrList function_;
