@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -57,6 +58,30 @@ bool Check(const DiscWindowArgs& w, std::string* error) {
   return true;
 }
 
+// out (k x co, row-major) = the sum of `parts` column-major k x co copies,
+// in 16 x 16 tiles so that reads and writes both run along cache lines.
+template <typename T>
+void SumTransposed(const T* partial, int64_t parts, int64_t k, int64_t co, T* out) {
+  constexpr int64_t kTile = 16;
+  T tile[kTile][kTile];
+  for (int64_t i0 = 0; i0 < k; i0 += kTile) {
+    const int64_t ni = std::min(kTile, k - i0);
+    for (int64_t c0 = 0; c0 < co; c0 += kTile) {
+      const int64_t nc = std::min(kTile, co - c0);
+      for (int64_t c = 0; c < nc; ++c) {
+        const T* src = partial + (c0 + c) * k + i0;
+        for (int64_t i = 0; i < ni; ++i) tile[c][i] = src[i];
+        for (int64_t part = 1; part < parts; ++part) {
+          const T* more = src + part * co * k;
+          for (int64_t i = 0; i < ni; ++i) tile[c][i] += more[i];
+        }
+      }
+      for (int64_t i = 0; i < ni; ++i)
+        for (int64_t c = 0; c < nc; ++c) out[(i0 + i) * co + c0 + c] = tile[c][i];
+    }
+  }
+}
+
 // Each part's copy of dW is column-major (dW^T, out_c x k): Eigen then
 // tiles the k side (576+ rows, whole 48-row micro-tiles) rather than out_c
 // (64 = 48 + a 16-row remainder tile).  Measured by benchmarks/
@@ -83,6 +108,10 @@ bool Run(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& parall
   }
   const T* dy = static_cast<const T*>(w.filter);
   T* partial = scratch.get() + parts * chunk * k;
+  // One parallel region: the thread that finishes the last part sums all
+  // copies, instead of a second parallel_for whose thread hop, on a loaded
+  // machine, cost more wall time than the sum.
+  std::atomic<int64_t> finished{0};
   parallel_for(parts, pixels * k * co / parts + 1, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part) {
       T* panel = scratch.get() + part * chunk * k;
@@ -96,15 +125,8 @@ bool Run(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& parall
         acc.noalias() += a.transpose() * b;
       }
     }
-  });
-  parallel_for(k, co * parts, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      for (int64_t c = 0; c < co; ++c) {
-        T sum = partial[c * k + i];
-        for (int64_t part = 1; part < parts; ++part) sum += partial[(part * co + c) * k + i];
-        out[i * co + c] = sum;
-      }
-    }
+    if (finished.fetch_add(end - begin, std::memory_order_acq_rel) + (end - begin) == parts)
+      SumTransposed(partial, parts, k, co, out);
   });
   return true;
 }
