@@ -159,6 +159,20 @@ def test_backprop_input_default_algorithm_64_channels(disc, strides, padding):
     _check(disc, fn, _cases([(4, 6, 6), (2, 9, 7), (1, 5, 5)], (3, 3), 64, 7, attrs))
 
 
+@pytest.mark.parametrize("strides,padding", [(1, "VALID"), (2, "SAME")])
+def test_backprop_input_col2im_many_panels(disc, force_col2im, strides, padding):
+    """Images of several col2im panels each (the last one partial), the
+    gradient's 37 channels not a multiple of the packed kernel's 16 lanes:
+    runtime/conv_transpose.cc's panel product on rows from mid-image."""
+    force_col2im("1")
+    attrs = _attrs(strides, padding, 1)
+
+    def fn(x, f, dy):
+        return tf.raw_ops.Conv2DBackpropInput(input_sizes=tf.shape(x), filter=f,
+                                              out_backprop=dy, **attrs)
+    _check(disc, fn, _cases([(3, 33, 31), (1, 20, 45)], (3, 3), 70, 37, attrs))
+
+
 def test_gradient_tape_of_a_conv_net(disc):
     """tf.GradientTape's own graph (sizes from ShapeN) is one cluster,
     compiled once for every shape."""

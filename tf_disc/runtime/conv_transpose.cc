@@ -8,8 +8,10 @@
 #include <memory>
 #include <new>
 #include <numeric>
+#include <type_traits>
 
 #include "tf_disc/runtime/conv_grad_check.h"
+#include "tf_disc/runtime/gemm_packed.h"
 #include "tf_disc/runtime/switches.h"
 #include "tf_disc/runtime/window.h"
 
@@ -99,21 +101,78 @@ bool Check(const DiscWindowArgs& w, std::string* error) {
 }
 
 // Gradient pixels per col2im panel: the panel (pixels x k_h * k_w * out_c)
-// stays in L2 while it is added into the output.
-constexpr int64_t kPanelBytes = 512 * 1024;
+// stays in L2 while it is added into the output, beside the packed filter
+// and the output rows (512 -> 256 KiB, CPU time ours / TF, 3 rounds x 11
+// repeats: 8x56x56x64 3x3/2 1.10 -> 1.04, 8x56x56x128 3x3/2 1.02 -> 1.00,
+// 32x14x14x128 VALID 1.02 -> 1.01).
+constexpr int64_t kPanelBytes = 256 * 1024;
+
+// A col2im panel, rows x (k_h * k_w * out_c): gradient pixels [p0, p0 +
+// rows) times the filter's rows (filter [k_h * k_w * out_c, in_c] read as
+// B^T).  float runs the packed AVX-512 kernel on the filter packed once per
+// call (gemm_packed.h); elsewhere Eigen, from the filter transposed once
+// (in_c x k_h * k_w * out_c: Eigen packs its copy for every panel, faster
+// from that layout; A/B, CPU time ours / TF, 21 repeats: 32x14x14x128 VALID
+// 1.09 -> 1.06, 8x56x56x128 3x3/2 1.10 -> 1.09, 8x56x56x64 3x3/2 1.14 ->
+// 1.11).
+template <typename T>
+class PanelProduct {
+ public:
+  explicit PanelProduct(const DiscWindowArgs& w)
+      : dy_(static_cast<const T*>(w.input)), co_(w.in_c), k_(w.k_h * w.k_w * w.out_c) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (PackedGemmAvailable()) {
+        packed_ = PackFp32B(Args(0, 0, nullptr, w.filter), 1, InlineFor);
+        if (packed_ != nullptr) return;
+      }
+    }
+    ft_.reset(new (std::nothrow) T[co_ * k_]);
+    if (ft_ != nullptr)
+      Eigen::Map<Mat>(ft_.get(), co_, k_) =
+          Eigen::Map<const Mat>(static_cast<const T*>(w.filter), k_, co_).transpose();
+  }
+  bool ok() const { return packed_ != nullptr || ft_ != nullptr; }
+
+  void Run(int64_t p0, int64_t rows, T* panel) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed_ != nullptr) {
+        GemmArgs g = Args(p0, rows, panel, nullptr);
+        g.packed_b32 = packed_.get();
+        return RunPackedGemm(g, 1, InlineFor);
+      }
+    }
+    Eigen::Map<Mat>(panel, rows, k_).noalias() =
+        Eigen::Map<const Mat>(dy_ + p0 * co_, rows, co_) * Eigen::Map<const Mat>(ft_.get(), co_, k_);
+  }
+
+ private:
+  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+  // panel = dy[p0:p0 + rows] (rows x in_c) times filter^T (in_c x k).
+  GemmArgs Args(int64_t p0, int64_t rows, T* panel, const void* filter) const {
+    return GemmArgs{DISC_DTYPE_FLOAT, false, true, 1, rows, k_, co_, dy_ + p0 * co_, co_, 0,
+                    filter, co_, 0, panel, k_, 0};
+  }
+  // The panel's product runs on its caller's thread (one part per thread).
+  static void InlineFor(int64_t n, int64_t, const std::function<void(int64_t, int64_t)>& fn) {
+    fn(0, n);
+  }
+
+  const T* dy_;
+  const int64_t co_, k_;
+  std::unique_ptr<Fp32PackedB> packed_;
+  std::unique_ptr<T[]> ft_;
+};
 
 // Images [n0, n1) of the output by col2im: each panel of gradient pixels
-// times the filter (ft: transposed, in_c x k_h * k_w * out_c), rows x k_h *
-// k_w * out_c, is added into the output rows its windows cover.
+// times the filter (rows x k_h * k_w * out_c) is added into the output rows
+// its windows cover.
 template <typename T>
-void Col2ImImages(const DiscWindowArgs& w, int64_t n0, int64_t n1, int64_t chunk, const T* ft,
-                  T* panel) {
-  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const int64_t ci = w.out_c, co = w.in_c, k = w.k_h * w.k_w * ci;
+void Col2ImImages(const DiscWindowArgs& w, int64_t n0, int64_t n1, int64_t chunk,
+                  const PanelProduct<T>& product, T* panel) {
+  const int64_t ci = w.out_c, k = w.k_h * w.k_w * ci;
   const int64_t per_image = w.in_h * w.in_w;
   T* dx = static_cast<T*>(w.output);
-  const T* dy = static_cast<const T*>(w.input);
-  Eigen::Map<const Mat> f_t(ft, co, k);
   const int64_t row = w.out_w * ci;  // one output row
   int64_t zeroed = n0 * w.out_h;  // output rows (n * out_h + y) [n0 * out_h, zeroed) are zero
   for (int64_t p0 = n0 * per_image; p0 < n1 * per_image; p0 += chunk) {
@@ -131,7 +190,7 @@ void Col2ImImages(const DiscWindowArgs& w, int64_t n0, int64_t n1, int64_t chunk
       std::fill(dx + zeroed * row, dx + need * row, T(0));
       zeroed = need;
     }
-    Eigen::Map<Mat>(panel, rows, k).noalias() = Eigen::Map<const Mat>(dy + p0 * co, rows, co) * f_t;
+    product.Run(p0, rows, panel);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t p = p0 + r, x = p % w.in_w, y = (p / w.in_w) % w.in_h, n = p / per_image;
       const T* src = panel + r * k;
@@ -163,23 +222,16 @@ bool RunCol2Im(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& 
   const int64_t chunk =
       std::max<int64_t>(8, kPanelBytes / static_cast<int64_t>(k * sizeof(T)) / 8 * 8);
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(num_threads, w.batch));
-  std::unique_ptr<T[]> panels(new (std::nothrow) T[parts * chunk * k + k * w.in_c]);
-  if (!panels) {
+  std::unique_ptr<T[]> panels(new (std::nothrow) T[parts * chunk * k]);
+  const PanelProduct<T> product(w);
+  if (!panels || !product.ok()) {
     *error = "conv_transpose: out of memory for col2im panels";
     return false;
   }
-  // The filter transposed once (in_c x k_h * k_w * out_c): Eigen packs its
-  // copy for every panel, faster from this layout than from the filter's
-  // own (A/B, CPU time ours / TF, 21 repeats: 32x14x14x128 VALID 1.09 ->
-  // 1.06, 8x56x56x128 3x3/2 1.10 -> 1.09, 8x56x56x64 3x3/2 1.14 -> 1.11).
-  T* ft = panels.get() + parts * chunk * k;
-  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  Eigen::Map<Mat>(ft, w.in_c, k) =
-      Eigen::Map<const Mat>(static_cast<const T*>(w.filter), k, w.in_c).transpose();
   const int64_t cost = w.in_h * w.in_w * k * w.in_c * w.batch / parts + 1;
   parallel_for(parts, cost, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part)
-      Col2ImImages(w, w.batch * part / parts, w.batch * (part + 1) / parts, chunk, ft,
+      Col2ImImages(w, w.batch * part / parts, w.batch * (part + 1) / parts, chunk, product,
                    panels.get() + part * chunk * k);
   });
   return true;
