@@ -1,0 +1,44 @@
+"""The kernel-only benchmark tools build and run (smoke tests: no speed is
+asserted): benchmarks/gemm_bf16_cpu.py (the bf16 GEMM kernel against the
+vdpbf16ps peak) and benchmarks/conv_kernel_ab.py (conv_direct.cc of a git
+revision against the working tree's, checksums compared)."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def _run(*args: str) -> str:
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", args[0]), *args[1:]],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def _cpu_flags() -> set:
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+@pytest.mark.skipif("avx512_bf16" not in _cpu_flags(), reason="no AVX512_BF16 on this CPU")
+def test_gemm_bf16_cpu_runs():
+    out = _run("gemm_bf16_cpu.py", "--tokens", "128", "--seqs", "128", "--repeats", "1")
+    assert re.search(r"^proj\s+1\s+128\s+768\s+768\b", out, re.M), out
+    assert re.search(r"^sum of times: [0-9.]+ ms$", out, re.M), out
+
+
+@pytest.mark.skipif(subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"],
+                                   capture_output=True).returncode != 0,
+                    reason="not a git checkout (side A is a git revision)")
+def test_conv_kernel_ab_runs_and_checksums_agree():
+    out = _run("conv_kernel_ab.py", "--rev", "HEAD", "--rounds", "1",
+               "--layer", "dw 1 8 16 3 1", "--layer", "conv 1 6 8 16 3 2")
+    lines = [line for line in out.splitlines() if "B/A" in line]
+    assert len(lines) == 2 and all("checksums agree" in line for line in lines), out
