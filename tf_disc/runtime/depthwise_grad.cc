@@ -113,15 +113,6 @@ bool RunInput(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
 // Args: input = x [batch, in_h, in_w, in_c = C], filter = dy [batch, out_h,
 // out_w, out_c = C * mult], output = dF [k_h, k_w, C, mult].
 
-// The output columns [lo, hi) whose tap at input offset `off` (j *
-// dilation - pad) lands inside [0, size).
-inline void ColumnRange(int64_t off, int64_t stride, int64_t size, int64_t out,
-                        int64_t* lo, int64_t* hi) {
-  *lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-  *hi = size - off <= 0 ? 0 : std::min(out, (size - off + stride - 1) / stride);
-  if (*hi < *lo) *hi = *lo;
-}
-
 // Adds to acc (one tap's [C] slice) the products of B channels from c0 of
 // the columns [lo, hi) of one x row and one dy row: the B sums stay in
 // registers across the columns, in four independent chains (one FMA's
@@ -163,8 +154,10 @@ void FilterRows(const DiscWindowArgs& w, int64_t begin, int64_t end, T* acc) {
       if (iy < 0 || iy >= w.in_h) continue;
       for (int64_t j = 0; j < w.k_w; ++j) {
         const int64_t off = j * w.dilation_w - w.pad_left;
+        // The output columns whose tap lands inside the input row: a tap
+        // range of conv_direct.h with the roles of taps and columns swapped.
         int64_t lo, hi;
-        ColumnRange(off, w.stride_w, w.in_w, w.out_w, &lo, &hi);
+        TapRange(off, w.stride_w, w.out_w, w.in_w, &lo, &hi);
         if (lo == hi) continue;
         // Column ox reads x column ox * stride + off.
         const T* xrow = x + ((n * w.in_h + iy) * w.in_w + off) * ch;
