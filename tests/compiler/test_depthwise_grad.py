@@ -143,3 +143,21 @@ def test_dilated_gradient_stays_with_tf(disc, op):
     report = disc.explain(fn.get_concrete_function(), min_cluster_size=1)
     (node,) = [n for n in report.not_clustered if n["op"].startswith("DepthwiseConv2dNative")]
     assert "unsupported dtype/attr" in node["reason"], str(report)
+
+
+def test_both_gradients_are_window_ops_in_the_executable(disc, tmp_path):
+    """The gradients run as our window kinds (not left to TF beside a
+    cluster of their Shape ops): the clusters' IR holds one of each."""
+    import glob
+    attrs = _attrs(2, "SAME", 1)
+    disc.enable(min_cluster_size=1, dump_dir=str(tmp_path / "dump"))
+    try:
+        def fn(x, f, dy):
+            return _input_grad(attrs)(x, f, dy), _filter_grad(attrs)(x, f, dy)
+        _check(disc, fn, _cases([(2, 9, 7), (1, 4, 4)], (3, 3), 8, 1, attrs))
+    finally:
+        disc.enable(dump_dir=None)
+    irs = glob.glob(str(tmp_path / "dump" / "disc_cluster_*" / "*" / "ir_00_input.mlir"))
+    text = "".join(open(ir).read() for ir in irs)
+    assert text.count(" window(") == 2, text
+    assert '"depthwise_backprop_input"' in text and '"depthwise_backprop_filter"' in text, text
