@@ -143,6 +143,7 @@ def test_dilated_gradient_stays_with_tf(disc, op):
     report = disc.explain(fn.get_concrete_function(), min_cluster_size=1)
     (node,) = [n for n in report.not_clustered if n["op"].startswith("DepthwiseConv2dNative")]
     assert "unsupported dtype/attr" in node["reason"], str(report)
+    assert "with dilations=[1, 2, 1, 1]" in node["reason"], str(report)
 
 
 def test_both_gradients_are_window_ops_in_the_executable(disc, tmp_path):

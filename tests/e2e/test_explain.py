@@ -42,6 +42,8 @@ def test_one_op_of_each_reason(disc):
     # Switch/Merge are unsupported ops too; 12 compute nodes (Consts are data), 2 clustered.
     names = {n["name"]: n for n in ex.not_clustered}
     assert names["switch"]["reason"] == "unsupported op: Switch"
+    # The refused attr is named with its value.
+    assert names["cast_trunc"]["reason"] == "unsupported dtype/attr: Cast with Truncate=true"
     assert ex.compute_ops == 12 and ex.coverage == pytest.approx(2 / 12)
     assert ex.cluster_coverage() == [pytest.approx(2 / 12)]
     d = ex.to_dict()

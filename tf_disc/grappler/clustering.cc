@@ -203,10 +203,9 @@ std::string RejectReason(const tensorflow::NodeDef& node, const SupportTable& ta
     return Reason(kReasonStateful, "resource, variant or reference tensor");
   }
   if (!table.HasOp(node.op())) return Reason(kReasonUnsupportedOp, node.op());
-  *support = table.Match(node, *op_def);
-  if (*support == nullptr) {
-    return Reason(kReasonDtypeOrAttr, node.op() + " with these dtypes/attrs");
-  }
+  std::string refused;
+  *support = table.Match(node, *op_def, &refused);
+  if (*support == nullptr) return Reason(kReasonDtypeOrAttr, node.op() + " with " + refused);
   auto it = undecidable.find(node.name());
   if (it != undecidable.end()) {
     *support = nullptr;

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "tensorflow/core/framework/attr_value.pb.h"
+#include "tensorflow/core/framework/attr_value_util.h"
 #include "tf_disc/ops/json.h"
 
 namespace tf_disc {
@@ -102,42 +103,55 @@ static bool EinsumIsDot(std::string eq) {
 // attr_values token: the value must be an Einsum equation EinsumIsDot takes.
 constexpr char kEinsumDotToken[] = "s:<einsum_dot>";
 
+namespace {
+
+// Whether every element of a list attr is allowed.
+bool ListAllowed(const tensorflow::AttrValue::ListValue& l, const std::set<std::string>& ok) {
+  for (const auto& s : l.s()) if (!ok.count("s:" + s)) return false;
+  for (auto i : l.i()) if (!ok.count("i:" + std::to_string(i))) return false;
+  for (bool b : l.b()) if (!ok.count(b ? "b:1" : "b:0")) return false;
+  for (int t : l.type()) if (!ok.count("t:" + std::to_string(t))) return false;
+  return true;
+}
+
+bool ValueAllowed(const tensorflow::AttrValue& v, const std::set<std::string>& ok) {
+  if (v.value_case() == tensorflow::AttrValue::kList) return ListAllowed(v.list(), ok);
+  if (ok.count(kEinsumDotToken) && v.value_case() == tensorflow::AttrValue::kS) {
+    return EinsumIsDot(v.s());
+  }
+  return ok.count(EncodeAttrScalar(v)) > 0;
+}
+
+bool TypeAllowed(const tensorflow::AttrValue& v, const std::set<int>& ok) {
+  if (v.value_case() == tensorflow::AttrValue::kType) return ok.count(v.type()) > 0;
+  if (v.value_case() != tensorflow::AttrValue::kList) return false;
+  for (int t : v.list().type()) if (!ok.count(t)) return false;
+  return true;
+}
+
+}  // namespace
+
 const OpSupport* SupportTable::Match(const tensorflow::NodeDef& node,
-                                     const tensorflow::OpDef& op_def) const {
+                                     const tensorflow::OpDef& op_def,
+                                     std::string* why) const {
   auto it = ops_.find(node.op());
   if (it == ops_.end()) return nullptr;
   const OpSupport& support = it->second;
+  // The first attr the table refuses, as "name=value" for explain().
+  auto refuse = [&](const std::string& name, const tensorflow::AttrValue* v) {
+    if (why != nullptr) {
+      *why = name + "=" + (v == nullptr ? "<missing>" : tensorflow::SummarizeAttrValue(*v));
+    }
+    return nullptr;
+  };
   for (const auto& kv : support.type_attrs) {
     const tensorflow::AttrValue* v = FindAttr(node, op_def, kv.first);
-    if (v == nullptr) return nullptr;
-    if (v->value_case() == tensorflow::AttrValue::kType) {
-      if (!kv.second.count(v->type())) return nullptr;
-    } else if (v->value_case() == tensorflow::AttrValue::kList) {
-      for (int t : v->list().type()) {
-        if (!kv.second.count(t)) return nullptr;
-      }
-    } else {
-      return nullptr;
-    }
+    if (v == nullptr || !TypeAllowed(*v, kv.second)) return refuse(kv.first, v);
   }
   for (const auto& kv : support.attr_values) {
     const tensorflow::AttrValue* v = FindAttr(node, op_def, kv.first);
     if (v == nullptr) continue;  // attr absent: nothing to restrict
-    if (v->value_case() == tensorflow::AttrValue::kList) {
-      // A list passes when each element is allowed.
-      const auto& l = v->list();
-      for (const auto& s : l.s()) if (!kv.second.count("s:" + s)) return nullptr;
-      for (auto i : l.i()) if (!kv.second.count("i:" + std::to_string(i))) return nullptr;
-      for (bool b : l.b()) if (!kv.second.count(b ? "b:1" : "b:0")) return nullptr;
-      for (int t : l.type()) if (!kv.second.count("t:" + std::to_string(t))) return nullptr;
-      continue;
-    }
-    if (kv.second.count(kEinsumDotToken) &&
-        v->value_case() == tensorflow::AttrValue::kS) {
-      if (!EinsumIsDot(v->s())) return nullptr;
-      continue;
-    }
-    if (!kv.second.count(EncodeAttrScalar(*v))) return nullptr;
+    if (!ValueAllowed(*v, kv.second)) return refuse(kv.first, v);
   }
   return &support;
 }

@@ -32,9 +32,10 @@ struct OpSupport {
 class SupportTable {
  public:
   // The entry for node's op when its attrs pass the table's checks (attrs
-  // missing from the node take their OpDef default), else nullptr.
-  const OpSupport* Match(const tensorflow::NodeDef& node,
-                         const tensorflow::OpDef& op_def) const;
+  // missing from the node take their OpDef default), else nullptr and, when
+  // `why` is given, the refused attr as "name=value".
+  const OpSupport* Match(const tensorflow::NodeDef& node, const tensorflow::OpDef& op_def,
+                         std::string* why = nullptr) const;
   bool HasOp(const std::string& op) const { return ops_.count(op) > 0; }
 
   std::unordered_map<std::string, OpSupport> ops_;
