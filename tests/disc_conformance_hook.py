@@ -3,8 +3,10 @@
 Forces clustering (minimum cluster size 1, so single ops compile) and turns off
 Grappler's constant folding and its small-graph skip so that ops fed by constants reach the compiler
 instead of being folded away by TF.  After each case, plugin_stats() reports
-whether a DiscLaunch really ran compiled code; a case served only by the TF
-fallback (or never clustered) is reported as not compiled, with the reason."""
+whether the case's ops really ran compiled: a DiscLaunch ran without falling
+back, and the optimizer left no compute op in TF (so a case whose op stays in
+TF next to a compiled Identity does not count); otherwise it is reported as
+not compiled, with the reason."""
 from __future__ import annotations
 
 import blade_disc_tf as disc
@@ -23,7 +25,9 @@ def enable_plugin(config):
 
 
 def plugin_stats() -> dict:
-    clusters = disc.stats()["clusters"]
+    stats = disc.stats()
+    clusters = stats["clusters"]
+    left = stats["optimizer"]["ops_left_in_tf"]
     disc.reset_stats()
     runs = sum(c["runs"] for c in clusters.values())
     fallbacks = {r: n for c in clusters.values() for r, n in c["fallback_reasons"].items()}
@@ -31,5 +35,7 @@ def plugin_stats() -> dict:
         return {"compiled": False, "reason": "no DiscLaunch ran (nothing clustered)"}
     if fallbacks:
         return {"compiled": False, "reason": "fell back to TF: " + "; ".join(sorted(fallbacks))}
+    if left:
+        return {"compiled": False, "reason": "left in TF: " + ", ".join(sorted(left))}
     return {"compiled": True, "clusters": len(clusters), "runs": runs,
             "compiles": sum(c["compiles"] + c["disk_cache_hits"] for c in clusters.values())}

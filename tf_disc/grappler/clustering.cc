@@ -157,30 +157,6 @@ std::string Reason(const char* kind, const std::string& detail) {
   return std::string(kind) + ": " + detail;
 }
 
-std::unordered_set<std::string> LaunchNodes(const tensorflow::GraphDef& graph) {
-  std::unordered_set<std::string> names;
-  for (const tensorflow::NodeDef& n : graph.node()) {
-    if (n.op() == "DiscLaunch") names.insert(n.name());
-  }
-  return names;
-}
-
-// True for an Identity/IdentityN whose data inputs all come from DiscLaunch
-// nodes, as cluster_rewrite.cc leaves under a fetched or kept node's name.
-bool IsKeptLaunchOutput(const tensorflow::NodeDef& node,
-                        const std::unordered_set<std::string>& launches) {
-  if (launches.empty() || (node.op() != "Identity" && node.op() != "IdentityN")) {
-    return false;
-  }
-  int data_inputs = 0;
-  for (const std::string& input : node.input()) {
-    if (!input.empty() && input[0] == '^') continue;
-    ++data_inputs;
-    if (launches.count(input.substr(0, input.rfind(':'))) == 0) return false;
-  }
-  return data_inputs > 0;
-}
-
 // "" and *support set when node may be clustered, else why not.  Checks
 // that concern the node wherever it runs (device, state) come before the
 // support table, so that explain() names the deeper cause.
@@ -239,6 +215,30 @@ std::string TooSmallReason(const GraphIndex& index,
 }
 
 }  // namespace
+
+std::unordered_set<std::string> LaunchNodes(const tensorflow::GraphDef& graph) {
+  std::unordered_set<std::string> names;
+  for (const tensorflow::NodeDef& n : graph.node()) {
+    if (n.op() == "DiscLaunch") names.insert(n.name());
+  }
+  return names;
+}
+
+// True for an Identity/IdentityN whose data inputs all come from DiscLaunch
+// nodes, as cluster_rewrite.cc leaves under a fetched or kept node's name.
+bool IsKeptLaunchOutput(const tensorflow::NodeDef& node,
+                        const std::unordered_set<std::string>& launches) {
+  if (launches.empty() || (node.op() != "Identity" && node.op() != "IdentityN")) {
+    return false;
+  }
+  int data_inputs = 0;
+  for (const std::string& input : node.input()) {
+    if (!input.empty() && input[0] == '^') continue;
+    ++data_inputs;
+    if (launches.count(input.substr(0, input.rfind(':'))) == 0) return false;
+  }
+  return data_inputs > 0;
+}
 
 std::vector<const OpSupport*> FindClusterableNodes(
     const tensorflow::GraphDef& graph, const SupportTable& table,

@@ -29,6 +29,14 @@ inline constexpr char kReasonFed[] = "fed";
 inline constexpr char kReasonLaunchOutput[] = "kept launch output";
 inline constexpr char kReasonShape[] = "undecidable shape";
 
+// Names of the graph's DiscLaunch nodes.
+std::unordered_set<std::string> LaunchNodes(const tensorflow::GraphDef& graph);
+
+// True for an Identity/IdentityN whose data inputs all come from DiscLaunch
+// nodes, as cluster_rewrite.cc leaves under a fetched or kept node's name.
+bool IsKeptLaunchOutput(const tensorflow::NodeDef& node,
+                        const std::unordered_set<std::string>& launches);
+
 // Per node: the table entry when the node may be clustered, else nullptr.
 // Fed nodes stay in TF.  With reasons, each rejected node gets its reason
 // (reasons[i] stays "" for clusterable ones); entries of `undecidable`

@@ -1,6 +1,8 @@
 #include "tf_disc/grappler/disc_optimizer.h"
 
 #include <chrono>
+#include <map>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "tensorflow/core/protobuf/rewriter_config.pb.h"
 #include "tf_disc/grappler/analysis.h"
 #include "tf_disc/grappler/cluster_rewrite.h"
+#include "tf_disc/grappler/clustering.h"
 #include "tf_disc/grappler/defuse.h"
 #include "tf_disc/grappler/support_table.h"
 #include "tf_disc/ops/options.h"
@@ -66,6 +69,27 @@ std::unordered_set<std::string> KeepNames(
   return keep;
 }
 
+// Records the compute ops of `graph` outside `clusters` (RecordOpsLeftInTf):
+// what a user (or the conformance hook) checks to see that an op really runs
+// compiled, not only some Identity next to it.
+void RecordLeftOps(const tensorflow::GraphDef& graph,
+                   const std::vector<std::vector<int>>& clusters) {
+  static const auto* kData = new std::unordered_set<std::string>{
+      "Placeholder", "PlaceholderWithDefault", "_Arg", "_Retval", "NoOp", "Const", "DiscLaunch"};
+  std::vector<char> clustered(graph.node_size(), 0);
+  for (const auto& c : clusters) {
+    for (int v : c) clustered[v] = 1;
+  }
+  const std::unordered_set<std::string> launches = LaunchNodes(graph);
+  std::map<std::string, int64_t> left;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const tensorflow::NodeDef& node = graph.node(i);
+    if (clustered[i] || kData->count(node.op()) || IsKeptLaunchOutput(node, launches)) continue;
+    ++left[node.op()];
+  }
+  RecordOpsLeftInTf(left);
+}
+
 }  // namespace
 
 absl::Status DiscOptimizer::Init(
@@ -103,6 +127,7 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
     supported += table->HasOp(node.op()) || IsExpandableFusedOpType(node.op());
   }
   if (supported < min_size || supported == 0) {
+    RecordLeftOps(item.graph, {});
     return NothingToDo("too few supported nodes");
   }
 
@@ -113,7 +138,10 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
     VLOG(1) << "DiscOptimizer: cannot analyze " << item.id << ": " << s;
     return NothingToDo("graph not analyzable");
   }
-  if (analysis.clusters.empty()) return NothingToDo("no cluster");
+  if (analysis.clusters.empty()) {
+    RecordLeftOps(*analysis.graph, {});
+    return NothingToDo("no cluster");
+  }
   const std::vector<std::vector<int>>& clusters = analysis.clusters;
 
   std::unordered_set<std::string> keep = KeepNames(item);
@@ -124,11 +152,13 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   s = RewriteClusters(in, &rewritten, &num_rewritten);
   if (!s.ok() || num_rewritten == 0) {
     if (!s.ok()) LOG(WARNING) << "DiscOptimizer: rewrite failed: " << s;
+    RecordLeftOps(*analysis.graph, {});
     return NothingToDo("no cluster rewritten");
   }
   int64_t nodes = 0;
   for (const auto& c : clusters) nodes += static_cast<int64_t>(c.size());
   RecordGraphRewritten(num_rewritten, nodes);
+  RecordLeftOps(*analysis.graph, clusters);
   VLOG(1) << "DiscOptimizer: " << item.id << ": " << num_rewritten
           << " cluster(s), " << nodes << " node(s) of " << item.graph.node_size()
           << " in "

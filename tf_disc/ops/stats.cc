@@ -15,6 +15,7 @@ struct Registry {
   std::atomic<int64_t> graphs_rewritten{0};
   std::atomic<int64_t> clusters_created{0};
   std::atomic<int64_t> nodes_clustered{0};
+  std::map<std::string, int64_t> ops_left;  // under mu
   std::atomic<int64_t> loaded_executables{0};
   std::atomic<int64_t> weight_packs[2]{{0}, {0}};  // [0]: bf16, [1]: fp32
   std::atomic<int64_t> weight_bytes[2]{{0}, {0}};
@@ -143,6 +144,13 @@ void RecordGraphRewritten(int64_t clusters, int64_t nodes_clustered) {
   r.nodes_clustered += nodes_clustered;
 }
 
+void RecordOpsLeftInTf(const std::map<std::string, int64_t>& ops) {
+  if (ops.empty()) return;
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const auto& kv : ops) r.ops_left[kv.first] += kv.second;
+}
+
 void RecordExecutableLoaded(int64_t delta) {
   GetRegistry().loaded_executables += delta;
 }
@@ -179,7 +187,17 @@ std::string StatsToJson() {
   out += ", ";
   AppendField("nodes_clustered", std::to_string(r.nodes_clustered.load()),
               &out);
-  out += "}, ";
+  out += ", \"ops_left_in_tf\": {";
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    bool first = true;
+    for (const auto& kv : r.ops_left) {
+      if (!first) out += ", ";
+      first = false;
+      AppendField(kv.first.c_str(), std::to_string(kv.second), &out);
+    }
+  }
+  out += "}}, ";
   AppendField("loaded_executables",
               std::to_string(r.loaded_executables.load()), &out);
   for (int i = 0; i < 2; ++i) {
@@ -200,6 +218,7 @@ void ResetStats() {
   r.graphs_rewritten = 0;
   r.clusters_created = 0;
   r.nodes_clustered = 0;
+  r.ops_left.clear();
   for (auto& packs : r.weight_packs) packs = 0;
 }
 

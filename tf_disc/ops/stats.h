@@ -69,6 +69,10 @@ FunctionStats* GetFunctionStats(const std::string& function);
 // Optimizer counters.
 void RecordGraphSeen();
 void RecordGraphRewritten(int64_t clusters, int64_t nodes_clustered);
+// Compute ops (op type -> count) a graph the optimizer analysed left in TF:
+// not in any cluster, not data (Placeholder, Const, _Arg, ...), not a launch
+// or its kept outputs.  disc.stats()["optimizer"]["ops_left_in_tf"].
+void RecordOpsLeftInTf(const std::map<std::string, int64_t>& ops);
 
 // Gauge of dlopen'ed executables still referenced (not zeroed by a reset).
 void RecordExecutableLoaded(int64_t delta);

@@ -106,8 +106,10 @@ def session_config(config_proto: Any = None, min_cluster_size: Optional[int] = N
 
 def stats() -> dict:
     """Per-cluster counters: runs, compiles, disk_cache_hits, cache_hits,
-    fallbacks and their reasons, compile_seconds; plus optimizer counters and
-    loaded_executables (libraries held by live graphs' kernels)."""
+    fallbacks and their reasons, compile_seconds; plus optimizer counters
+    (with ops_left_in_tf: op type -> count of compute ops the optimizer left
+    outside clusters) and loaded_executables (libraries held by live graphs'
+    kernels)."""
     if _session.library is None:
         return {"clusters": {}, "optimizer": {}, "loaded_executables": 0}
     return _session.library.stats()

@@ -18,3 +18,13 @@ def emit_launch(n: str, cost: str, fn: str, closure: str, indent: str = "      "
     product is taken in double, as the runtime does (no int64 overflow)."""
     return [f"{indent}if (double({n}) * double({cost}) < {INLINE_COST}) {fn}({closure}, 0, {n});",
             f"{indent}else rt->parallel_for(rt->ctx, {n}, {cost}, {fn}, {closure});"]
+
+
+def emit_units_and_close(op, count: str, work: str, cost: str, fn: str,
+                         closure: str) -> List[str]:
+    """The end of a library op's block: fn over `count` units (cost each)
+    when there are units and `work` > 0, the op's frees, the closing brace."""
+    lines = [f"    const int64_t units = {count};", f"    if (units > 0 && {work} > 0) {{",
+             *emit_launch("units", cost, fn, closure), "    }"]
+    lines += [f"    if ({name}) rt->free_temp(rt->ctx, {name});" for name in op.attrs.get("frees", [])]
+    return lines + ["  }"]

@@ -20,6 +20,7 @@ from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo, launch
 from .labels import emit_label_check
 from .reduce import emit_cumsum, emit_reduce
+from .topk import emit_topk
 from .scatter import emit_dynamic_stitch, emit_segment_sum, stitch_len
 from .segment import emit_segment_reduce
 from .stitch import StitchInfo, emit_stitch_launch
@@ -247,6 +248,8 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
             body += emit_reduce(op, dn, ptr, k)
         elif op.name == "cumsum":
             body += emit_cumsum(op, dn, ptr, k)
+        elif op.name == "topk":
+            body += emit_topk(op, dn, ptr, k)
         elif op.name == "segment_reduce":
             body += emit_segment_reduce(op, dn, ptr, k)
         elif op.name == "dynamic_stitch":

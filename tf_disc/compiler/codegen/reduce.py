@@ -6,7 +6,7 @@ f32 sums and products accumulate in double; max/min propagate NaN (TF)."""
 from __future__ import annotations
 
 from ..ir.core import Op, Value
-from .dispatch import emit_launch
+from .dispatch import emit_launch, emit_units_and_close
 
 _INIT = {"sum": "0", "prod": "1", "and": "true", "or": "false"}
 
@@ -139,12 +139,6 @@ def emit_cumsum(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
         "      }",
         "    };",
         f"    S cs{k} = {{{ptr[x]}, {ptr[op.result]}, {xd[ax]}, {inner}}};",
-        f"    const int64_t lines = {outer} * {inner};",
-        f"    if (lines > 0 && {xd[ax]} > 0) {{",
-        *emit_launch("lines", f"{xd[ax]} + 1", "S::run", f"&cs{k}"),
-        "    }",
     ]
-    for name in op.attrs.get("frees", []):
-        body.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
-    body.append("  }")
-    return out + body
+    return out + body + emit_units_and_close(op, f"{outer} * {inner}", xd[ax], f"{xd[ax]} + 1",
+                                             "S::run", f"&cs{k}")

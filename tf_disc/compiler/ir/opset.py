@@ -67,6 +67,7 @@ OPSET.update({
     "reduce": IrOpSpec(1, "library", "same"),     # attrs kind, dimensions
     "argreduce": IrOpSpec(1, "library", "attr"),  # attrs kind, dimension
     "cumsum": IrOpSpec(1, "library", "same"),     # attrs axis, exclusive, reverse
+    "topk": IrOpSpec(1, "library", "attr"),       # attrs k (a dim), output values|indices
     # (data, indices, segment_ids), attr kind sum|mean|sqrtn: ops/segment.py
     "segment_reduce": IrOpSpec(3, "library", "same", may_fail=True),
     # (indices..., data...), attr n: ops/dynamic_stitch.py, codegen/scatter.py

@@ -64,7 +64,7 @@ def _check_op(op: Op, defined: set[Value], in_region: bool | str, syms: set[str]
         if len(op.attrs.get("value", [])) != n:
             _fail(op, "constant value count does not match its shape")
         return
-    if s.kind in ("index", "host") or op.name in ("reduce", "argreduce", "cumsum"):
+    if s.kind in ("index", "host") or op.name in ("reduce", "argreduce", "cumsum", "topk"):
         if s.kind != "index" and in_region:
             _fail(op, f"{s.kind} ops live at top level")
         if s.result == "same" and any(v.dtype != res.dtype for v in op.operands[:1]):
