@@ -136,6 +136,25 @@ def test_conv2d_direct_block_major_runs(disc, strides, dil):
         _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases)
 
 
+@pytest.mark.parametrize("padding,strides", [("SAME", 1), ("SAME", 2),
+                                             ([[0, 0], [2, 0], [1, 3], [0, 0]], 1)])
+@pytest.mark.parametrize("cin,cout", [(64, 20), (512, 128)])
+def test_conv2d_direct_bands_over_budget(disc, padding, strides, cin, cout):
+    """Padded inputs larger than a task's band budget (runtime/conv_direct.cc
+    RunInput: 64K floats pixel-major, 512K block-major): a thread's bands
+    are cut short of its pixels and rebuilt, within an image and across
+    image boundaries; 512->128 is block-major with the whole padded input
+    over its budget, so each band starts at the task's own run."""
+    def fn(x, f, b):
+        y = tf.nn.conv2d(x, f, strides, padding)
+        return tf.nn.relu(tf.nn.bias_add(y, b))
+    images = [(2, 40, 37), (9, 12, 12)] if cin == 64 else [(9, 9, 9), (2, 13, 11)]
+    cases = [[x, f, _rand((cout,), 60 + i)]
+             for i, (x, f) in enumerate(_conv_cases(images, 3, 3, cin, cout))]
+    with disc.runtime_switches(DISC_CONV_DIRECT="1"):
+        _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases, rtol=2e-4)
+
+
 @pytest.mark.parametrize("padding,k,strides", [("SAME", (3, 3), 1), ("VALID", (1, 1), 1),
                                                ("VALID", (3, 2), 2), ("SAME", (1, 1), 2)])
 def test_grouped_conv2d(disc, padding, k, strides):

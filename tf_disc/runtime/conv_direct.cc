@@ -42,6 +42,14 @@ constexpr int64_t kTilesPerTask = 16;
 // 18.6 ms on 2 threads, 20.4 -> 18.4 ms on 1.
 constexpr int64_t kFilterMajorRun = 256;
 
+// Most floats of a task's zero-padded input band (RunInput): L2-resident
+// beside a 64-channel block's 3x3 filter (147 KB) where the input is
+// streamed once (pixel-major tasks); where the filter outweighs the input
+// (block-major) the band is re-read once per channel block, and a band of
+// all the thread's pixels beats re-padding them per task.
+constexpr int64_t kBandFloats = int64_t(64) << 10;
+constexpr int64_t kBandFloatsFilterMajor = int64_t(512) << 10;
+
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The fused epilogue of one channel block (vectors offset to its first
@@ -198,7 +206,11 @@ void PadRow(const DiscWindowArgs& w, int64_t ext_w, int64_t n, int64_t e, float*
 // padded ones a band of zero-padded rows built here, inside the task (one
 // parallel step instead of a padding pass then the convolution: each step's
 // thread hand-offs cost as much as the copy), per image the rows from the
-// run's first output row's window to its last one's.
+// first covered output row's window to the last one's.  A band covers as
+// many of the thread's coming pixels as fit in `budget` floats, not just
+// the run's: neighbouring runs' windows overlap, and a band per run copied
+// the shared rows again for each (3x3 64@56: ~1.7 output rows per run,
+// 2.2 copies of each input row; the 7x7/2 stem about 4).
 class RunInput {
  public:
   RunInput(const DiscWindowArgs& w, bool pad, int64_t ext_h, int64_t ext_w)
@@ -210,51 +222,91 @@ class RunInput {
   int64_t row_stride() const { return row_; }
 
   // Fills pix[0, np); returns the base pointer, or null when out of memory.
-  const float* Prepare(int64_t p0, int64_t np, int64_t* pix) {
+  // [lo, hi) (holding the run) is the range a new band should cover, cut
+  // back towards the run while it needs more than `budget` floats.
+  const float* Prepare(int64_t p0, int64_t np, int64_t lo, int64_t hi, int64_t budget,
+                       int64_t* pix) {
     const int64_t ow = w_.out_w, oh = w_.out_h, c = w_.in_c;
     const int64_t sh = w_.stride_h, sw = w_.stride_w;
+    // Each pixel's (image, row, column) stepped from the run's first one:
+    // three 64-bit divisions per pixel were 2-3% of the 7x7/2 stem's time.
+    int64_t x = p0 % ow, g = p0 / ow, n = g / oh, y = g - n * oh;
+    auto step = [&] {
+      if (++x < ow) return;
+      x = 0;
+      if (++y < oh) return;
+      y = 0;
+      ++n;
+    };
     if (!pad_) {
-      for (int64_t q = 0; q < np; ++q) {
-        const int64_t p = p0 + q, x = p % ow, y = (p / ow) % oh;
-        pix[q] = (p / (ow * oh)) * image_ + y * sh * row_ + x * sw * c;
-      }
+      for (int64_t q = 0; q < np; ++q, step()) pix[q] = n * image_ + y * sh * row_ + x * sw * c;
       return static_cast<const float*>(w_.input);
     }
-    // Global output rows g = n * oh + y of the run, and the band rows each
-    // image needs: [ylo * sh, yhi * sh + eff_h).
-    const int64_t g0 = p0 / ow, g1 = (p0 + np - 1) / ow;
-    int64_t size = 0;
-    for (int64_t n = g0 / oh; n <= g1 / oh; ++n) {
-      const int64_t ylo = std::max(g0, n * oh) - n * oh, yhi = std::min(g1, n * oh + oh - 1) - n * oh;
-      size += ((yhi - ylo) * sh + eff_h_) * row_;
+    if (p0 < lo_ || p0 + np > hi_) {
+      if (lo < p0 && BandSize(lo, hi) > budget) lo = p0;
+      while (hi > p0 + np && BandSize(lo, hi) > budget) hi = p0 + np + (hi - p0 - np) / 2;
+      if (!Cover(lo, hi)) return nullptr;
     }
-    if (size > capacity_) {
-      band_.reset(new (std::nothrow) float[size]);
-      capacity_ = band_ ? size : 0;
-      if (!band_) return nullptr;
-    }
-    float* d = band_.get();
-    int64_t q = 0;
-    for (int64_t n = g0 / oh; n <= g1 / oh; ++n) {
-      const int64_t ylo = std::max(g0, n * oh) - n * oh, yhi = std::min(g1, n * oh + oh - 1) - n * oh;
-      const int64_t rows = (yhi - ylo) * sh + eff_h_, base = d - band_.get();
-      for (int64_t e = 0; e < rows; ++e) PadRow(w_, ext_w_, n, ylo * sh + e, d + e * row_);
-      for (; q < np && (p0 + q) / (ow * oh) == n; ++q) {
-        const int64_t p = p0 + q, x = p % ow, y = (p / ow) % oh;
-        pix[q] = base + (y - ylo) * sh * row_ + x * sw * c;
-      }
-      d += rows * row_;
-    }
+    for (int64_t q = 0; q < np; ++q, step())
+      pix[q] = base_[n - n0_] + (y - ylo_[n - n0_]) * sh * row_ + x * sw * c;
     return band_.get();
   }
 
  private:
+  // Floats of the band for output pixels [lo, hi): per image, input rows
+  // [ylo * sh, yhi * sh + eff_h) of its output rows [ylo, yhi].
+  int64_t BandSize(int64_t lo, int64_t hi) const {
+    const int64_t ow = w_.out_w, oh = w_.out_h, g0 = lo / ow, g1 = (hi - 1) / ow;
+    int64_t size = 0;
+    for (int64_t n = g0 / oh; n <= g1 / oh; ++n) {
+      const int64_t ylo = std::max(g0, n * oh) - n * oh, yhi = std::min(g1, n * oh + oh - 1) - n * oh;
+      size += ((yhi - ylo) * w_.stride_h + eff_h_) * row_;
+    }
+    return size;
+  }
+
+  // Builds the band for output pixels [lo, hi).
+  bool Cover(int64_t lo, int64_t hi) {
+    const int64_t ow = w_.out_w, oh = w_.out_h, g0 = lo / ow, g1 = (hi - 1) / ow;
+    const int64_t size = BandSize(lo, hi);
+    if (size > capacity_) {
+      band_.reset(new (std::nothrow) float[size]);
+      capacity_ = band_ ? size : 0;
+      if (!band_) return false;
+    }
+    n0_ = g0 / oh;
+    base_.clear();
+    ylo_.clear();
+    float* d = band_.get();
+    for (int64_t n = n0_; n <= g1 / oh; ++n) {
+      const int64_t ylo = std::max(g0, n * oh) - n * oh, yhi = std::min(g1, n * oh + oh - 1) - n * oh;
+      const int64_t rows = (yhi - ylo) * w_.stride_h + eff_h_;
+      for (int64_t e = 0; e < rows; ++e) PadRow(w_, ext_w_, n, ylo * w_.stride_h + e, d + e * row_);
+      base_.push_back(d - band_.get());
+      ylo_.push_back(ylo);
+      d += rows * row_;
+    }
+    lo_ = lo;
+    hi_ = hi;
+    return true;
+  }
+
   const DiscWindowArgs& w_;
   const bool pad_;
   const int64_t ext_w_, eff_h_, row_, image_;
-  std::unique_ptr<float[]> band_;
-  int64_t capacity_ = 0;
+  // The thread's band memory, kept across calls: bands above malloc's mmap
+  // threshold (128 KiB) were fresh zero pages each call, a page fault per
+  // 4 KiB.
+  static thread_local std::unique_ptr<float[]> band_;
+  static thread_local int64_t capacity_;
+  // The band's pixels [lo_, hi_), its first image, and per image from it
+  // the offset of its rows and its first output row.
+  int64_t lo_ = 0, hi_ = 0, n0_ = 0;
+  std::vector<int64_t> base_, ylo_;
 };
+
+thread_local std::unique_ptr<float[]> RunInput::band_;
+thread_local int64_t RunInput::capacity_ = 0;
 
 // A vector of oc floats zero-padded to ocp (null stays null).
 const float* PadVector(const void* v, int64_t oc, int64_t ocp, std::vector<float>* store) {
@@ -611,7 +663,16 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
       const int64_t cb = filter_major ? t / runs : t % blocks;
       const int64_t p0 = pb * pixels / runs, np_ = (pb + 1) * pixels / runs - p0;
       if (pb != prepared) {
-        src = input.Prepare(p0, np_, pix);
+        // The band's wanted pixels: the thread's coming runs (pixel-major)
+        // or, where it cycles the runs, all of them (block-major).
+        int64_t lo = p0, hi = ((end - 1) / blocks + 1) * pixels / runs;
+        if (filter_major) {
+          const bool cycles = (end - 1) / runs != begin / runs;
+          lo = cycles ? 0 : p0;
+          hi = cycles ? pixels : ((end - 1) % runs + 1) * pixels / runs;
+        }
+        src = input.Prepare(p0, np_, lo, hi, filter_major ? kBandFloatsFilterMajor : kBandFloats,
+                            pix);
         prepared = pb;
       }
       const int64_t c0 = cb * kBlock, width = std::min(kBlock, ocp - c0);
