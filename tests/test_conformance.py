@@ -39,9 +39,14 @@ def conformance(tmp_path_factory):
     return results["results"] if isinstance(results, dict) else results, done.stdout
 
 
-# Measured: all 446 CPU cases pass compiled (Conv2DBackprop{Input,Filter}
-# since ops/nn_conv_grad.py, SparseSegmentMean/Sum since ops/segment.py).
-MIN_PASSED_COMPILED = 446
+# Measured: 431 of the 446 CPU cases pass compiled, the case's every compute op
+# inside a DiscLaunch (the hook checks disc.stats()["optimizer"]["ops_left_in_tf"];
+# before that check, 20 cases "passed" with their op left in TF beside a
+# compiled Identity).  The 15 others give TF's answer from TF: Where (10),
+# SparseFillEmptyRows (3) and SparseReshape (1) have data-dependent output
+# shapes; one Sum/Abs case is int8, not one of our dtypes (DTYPE_CASES).
+MIN_PASSED_COMPILED = 431
+DTYPE_CASES = {"sum.TFSumOpTest.ColReduceFullyDynamicShape2DI8"}  # int8
 
 
 def test_pass_count_threshold(conformance):
@@ -62,7 +67,8 @@ def test_every_fully_supported_case_passes_compiled(conformance):
     results, log = conformance
     supported = _supported_ops()
     failures = [f"{r['id']}: {r['reason']}" for r in results
-                if r["status"] not in ("SKIP", "PASS") and r["ops"] and set(r["ops"]) <= supported]
+                if r["status"] not in ("SKIP", "PASS") and r["ops"] and set(r["ops"]) <= supported
+                and r["id"] not in DTYPE_CASES]
     assert not failures, "\n".join(failures)
 
 

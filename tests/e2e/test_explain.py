@@ -91,3 +91,17 @@ def test_decided_squeeze_runs_compiled(disc):
 def test_bad_input_is_a_type_error(disc):
     with pytest.raises(TypeError, match="explain"):
         disc.explain(42)
+
+
+def test_stats_count_the_ops_left_in_tf(disc):
+    """At run time the optimizer counts the compute ops it left outside
+    clusters, by op type (what the conformance hook checks)."""
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    def f(x):
+        return tf.math.cumprod(tf.exp(x) + x, axis=0) * 2.0
+
+    f(np.ones((2, 3), np.float32))
+    left = disc.stats()["optimizer"]["ops_left_in_tf"]
+    assert left.get("Cumprod", 0) >= 1 and not {"Exp", "AddV2", "Mul"} & set(left), left
+    disc.reset_stats()
+    assert disc.stats()["optimizer"]["ops_left_in_tf"] == {}
