@@ -90,7 +90,6 @@ DISC_BF16_TARGET void ConvertRun(const float* src, int64_t n, uint16_t* dst) {
 struct alignas(64) Scratch {
   uint16_t a[kBlockRows * kChunk];                  // row i at a + i * kChunk
   uint16_t b[(kTaskCols / kGroup) * kPairs * kGroup * 2];  // group, pair, column, half
-  uint16_t run[kChunk];
 };
 
 Scratch* ThreadScratch() {
@@ -113,10 +112,39 @@ DISC_BF16_TARGET void PackA(const GemmArgs& g, const float* a, int64_t r0, int64
   }
 }
 
+// In-register transpose of 16 x 16 32-bit elements: four stages, each
+// swapping s-wide blocks between rows i and i + s (s = 8, 4, 2, 1).
+struct Transpose16 {
+  __m512i lo[4], hi[4];  // vpermt2d indices per stage
+  DISC_BF16_TARGET Transpose16() {
+    const __m512i c = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    for (int st = 0; st < 4; ++st) {
+      const int s = 8 >> st;
+      const __mmask16 upper = _mm512_test_epi32_mask(c, _mm512_set1_epi32(s));
+      // Columns with bit s: row i takes row i + s's column c - s; columns
+      // without it: row i + s takes row i's column c + s.
+      lo[st] = _mm512_mask_blend_epi32(upper, c, _mm512_add_epi32(c, _mm512_set1_epi32(16 - s)));
+      hi[st] = _mm512_mask_blend_epi32(upper, _mm512_add_epi32(c, _mm512_set1_epi32(s)),
+                                       _mm512_add_epi32(c, _mm512_set1_epi32(16)));
+    }
+  }
+  DISC_BF16_TARGET void operator()(__m512i r[16]) const {
+    for (int st = 0; st < 4; ++st) {
+      const int s = 8 >> st;
+      for (int i = 0; i < 16; ++i) {
+        if (i & s) continue;
+        const __m512i x = r[i], y = r[i + s];
+        r[i] = _mm512_permutex2var_epi32(x, lo[st], y);
+        r[i + s] = _mm512_permutex2var_epi32(x, hi[st], y);
+      }
+    }
+  }
+};
+
 // Columns [c0, c0 + cols) (cols <= kGroup) x k [k0, k0 + kn) of op(B) into
 // the group at dst: for each k pair p, 64 x (B[2p][j], B[2p + 1][j]).
 DISC_BF16_TARGET void PackB(const GemmArgs& g, const float* b, int64_t c0, int64_t cols,
-                            int64_t k0, int64_t kn, uint16_t* dst, uint16_t* run) {
+                            int64_t k0, int64_t kn, uint16_t* dst) {
   const int64_t pairs = (kn + 1) / 2;
   if (!g.trans_b) {
     alignas(64) static const uint16_t kInterleave[32] = {
@@ -138,43 +166,80 @@ DISC_BF16_TARGET void PackB(const GemmArgs& g, const float* b, int64_t c0, int64
     }
     return;
   }
-  // B stored n x k: column j of op(B) is a contiguous run, already in pairs.
+  // B stored n x k: column j of op(B) is a contiguous run, already in pairs;
+  // 16 columns x 16 pairs are converted and transposed in registers (a
+  // scalar scatter of the pairs cost 30% of the tile time at attention's
+  // k = 64).  Pairs up to a multiple of 16 are written (zero past kn): the
+  // layouts hold k rounded up to 32.
   uint32_t* out = reinterpret_cast<uint32_t*>(dst);
-  for (int64_t j = 0; j < kGroup; ++j) {
-    if (j < cols) {
-      ConvertRun(b + (c0 + j) * g.ldb + k0, kn, run);
-    } else {
-      std::memset(run, 0, sizeof(uint16_t) * 2 * pairs);
+  const Transpose16 transpose;
+  for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
+    const int64_t left = kn - 2 * p0;
+    for (int j0 = 0; j0 < kGroup; j0 += 16) {
+      __m512i r[16];
+      for (int j = 0; j < 16; ++j) {
+        if (j0 + j >= cols) {
+          r[j] = _mm512_setzero_si512();
+          continue;
+        }
+        const float* src = b + (c0 + j0 + j) * g.ldb + k0 + 2 * p0;
+        const __m512 lo = _mm512_maskz_loadu_ps(TailMask(left), src);
+        const __m512 hi = _mm512_maskz_loadu_ps(TailMask(left - 16), src + 16);
+        r[j] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+      }
+      transpose(r);
+      for (int q = 0; q < 16; ++q) _mm512_store_si512(out + (p0 + q) * kGroup + j0, r[q]);
     }
-    const uint32_t* in = reinterpret_cast<const uint32_t*>(run);
-    for (int64_t p = 0; p < pairs; ++p) out[p * kGroup + j] = in[p];
   }
 }
 
 // C[0:R, 0:cols] (+)= A tile (R packed rows, a_pairs k pairs apart) x B
-// group, NV vectors wide.
+// group, NV vectors wide.  The loops over r and v are unrolled before the
+// accumulators are placed: otherwise GCC keeps acc on the stack outside the
+// k loop (a store and reload of every accumulator per tile, 10-20% of a
+// tile at attention's k = 64); full-width tiles store without masks.
 template <int R, int NV>
 DISC_BF16_TARGET void Tile(const uint16_t* pa, int64_t a_pairs, const uint16_t* pb,
                            int64_t pairs, float* c, int64_t ldc, int64_t cols, bool first) {
   const uint32_t* a = reinterpret_cast<const uint32_t*>(pa);
   __mmask16 mask[NV];
   __m512 acc[R][NV];
+#pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) mask[v] = TailMask(cols - 16 * v);
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < NV; ++v)
-      acc[r][v] = first ? _mm512_setzero_ps()
-                        : _mm512_maskz_loadu_ps(mask[v], c + r * ldc + 16 * v);
+  if (first) {
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  } else {
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_maskz_loadu_ps(mask[v], c + r * ldc + 16 * v);
+  }
   for (int64_t p = 0; p < pairs; ++p) {
     __m512bh bv[NV];
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v)
       bv[v] = reinterpret_cast<__m512bh>(_mm512_load_si512(pb + p * 2 * kGroup + 32 * v));
+#pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
       const __m512bh av =
           reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[r * a_pairs + p])));
+#pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
     }
   }
+  if (cols >= 16 * NV) {
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+    return;
+  }
+#pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask[v], acc[r][v]);
 }
 
@@ -225,7 +290,7 @@ DISC_BF16_TARGET void RunTask(const GemmArgs& g, int64_t bi, int64_t r0, int64_t
     for (int64_t gi = 0; packed == nullptr && gi * kGroup < c1 - c0; ++gi) {
       const int64_t gc = c0 + gi * kGroup;
       PackB(g, b, gc, std::min<int64_t>(kGroup, c1 - gc), k0, kn,
-            s->b + gi * kPairs * 2 * kGroup, s->run);
+            s->b + gi * kPairs * 2 * kGroup);
     }
     const uint16_t* chunk = packed == nullptr ? pb : pb + k0 * kGroup;
     for (int64_t rb = r0; rb < r1; rb += kBlockRows) {
@@ -271,7 +336,7 @@ DISC_BF16_TARGET void PackBGroup(const GemmArgs& g, int64_t e, int64_t gi, uint1
   const float* b = static_cast<const float*>(g.b) + e * g.stride_b;
   for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {
     PackB(g, b, gi * kGroup, std::min<int64_t>(kGroup, g.n - gi * kGroup), k0,
-          std::min(kChunk, g.k - k0), dst + k0 * kGroup, ThreadScratch()->run);
+          std::min(kChunk, g.k - k0), dst + k0 * kGroup);
   }
 }
 
