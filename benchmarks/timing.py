@@ -4,6 +4,7 @@ These machines are shared and noisy, so every benchmark runs the modes it
 compares in one process, interleaved, and reports medians and ratios."""
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from typing import Callable, Dict, List
@@ -12,14 +13,23 @@ from typing import Callable, Dict, List
 def time_calls(fn: Callable[[], object], repeats: int, inner: int = 1,
                clock: Callable[[], float] = time.perf_counter) -> List[float]:
     """Seconds per call, `repeats` samples of `inner` calls each (clock:
-    wall time, or e.g. time.process_time for the process's CPU time)."""
-    samples = []
-    for _ in range(repeats):
-        start = clock()
-        for _ in range(inner):
-            fn()
-        samples.append((clock() - start) / inner)
-    return samples
+    wall time, or e.g. time.process_time for the process's CPU time).  The
+    garbage collector is off while timing, as in timeit: a collection that
+    lands in one mode's sample (11-15% of perf samples in conv_vs_tf.py) is
+    noise, not that mode's cost."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        samples = []
+        for _ in range(repeats):
+            start = clock()
+            for _ in range(inner):
+                fn()
+            samples.append((clock() - start) / inner)
+        return samples
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def interleaved_medians(modes: Dict[str, Callable[[], object]], repeats: int,
