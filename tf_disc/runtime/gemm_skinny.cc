@@ -18,12 +18,14 @@ template <int kRowsT, int kColsT>
 struct TileShape {
   static constexpr int kRows = kRowsT, kCols = kColsT, kPackets = kColsT / kPacket;
 };
-// m > 16: the wide tile, fewer broadcasts of A per FMA.
+// m > 32: the wide tile, fewer broadcasts of A per FMA.
 using Wide = TileShape<6, 64>;
-// m <= 16: 8 rows cover m = 8 in one tile (6-row tiles read each piece of B
-// twice from L1 and run a 2-row tail tile at a third of the FMA rate): on
-// m = 8 it streamed the weight at 16-20 GB/s against 12-15 (6 x 64), on
-// m = 16 it took 0.88-0.93x the time (benchmarks/gemm_skinny.py).
+// m <= 32: 8 rows cover m = 8 in one tile (6-row tiles read each piece of B
+// twice from L1 and run a 2-row tail tile at a third of the FMA rate), and
+// 16, 24, 32 with no tail: 1-thread medians (benchmarks/gemm_skinny.py,
+// weights streamed from DRAM) took 0.65-0.8x the 6 x 64 tile's time at m = 8
+// (16-20 GB/s of weight against 12-15), 0.83-0.91x at m = 16, 0.78-1.0x at
+// m = 24 and 32; at m = 40..64 neither tile won on all shapes.
 using Narrow = TileShape<8, 32>;
 constexpr int64_t kChunk = 128;  // rows of B per pass: kChunk x 64 floats = 32 KiB
 
@@ -108,7 +110,7 @@ void Columns(const GemmArgs& g, int64_t bi, int64_t t0, int64_t t1) {
 // DISC_GEMM_SKINNY=w (an A/B switch): the wide tile for all m, as before
 // the narrow one.
 bool UseNarrow(const GemmArgs& g) {
-  return g.m <= 16 && RuntimeSwitchValue(RuntimeSwitch::kGemmSkinny) != 'w';
+  return g.m <= 32 && RuntimeSwitchValue(RuntimeSwitch::kGemmSkinny) != 'w';
 }
 
 }  // namespace

@@ -12,7 +12,8 @@
 
 namespace tf_disc {
 
-// Columns of C per tile for g (32 for m <= 16, else 64): RunSkinny's task unit.
+// Columns of C per tile for g (the tile shape depends on g.m): RunSkinny's
+// task unit.
 int64_t SkinnyTileCols(const GemmArgs& g);
 
 // Column tiles [t0, t1) (SkinnyTileCols(g) columns each) of C = op(A) B for
