@@ -11,9 +11,9 @@
 //   gemm_skinny_driver check                    m 1..64 x odd n, k, op(A) vs a
 //                                               double-precision loop
 //
-// Times are medians of process CPU time divided by THREADS; the parallel-for splits blocks evenly over
-// THREADS (the caller runs the first share), as TF's pool does with
-// block-sized shards.
+// Times are medians of process CPU time divided by THREADS (a shared
+// machine's other processes do not count); the parallel-for splits blocks
+// evenly over THREADS (the caller runs the first share).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
