@@ -174,13 +174,14 @@ def onnx_runtime(config: Config) -> Optional[Callable]:
     return worker
 
 
-def eigen_gemm(fn: Callable) -> Callable:
+def eigen_gemm(fn: Callable, skinny: str = "0") -> Callable:
     """Ours with the runtime's skinny-GEMM kernel switched off for the call
-    (DISC_GEMM_SKINNY=0): the before/after of that kernel in one run."""
+    (DISC_GEMM_SKINNY=0), or its tile choice (w: the 6 x 64 tile for all m):
+    the before/after of that kernel in one run."""
     import blade_disc_tf as disc
 
     def call(*args):
-        with disc.runtime_switches(DISC_GEMM_SKINNY="0"):
+        with disc.runtime_switches(DISC_GEMM_SKINNY=skinny):
             out = fn(*args)
             return out.numpy() if hasattr(out, "numpy") else out
     return call
@@ -205,6 +206,7 @@ def build_modes(config: Config, weights, names: str) -> List[Mode]:
         Mode("ours", fresh(model), ours=True),
         Mode("ours_async", fresh(model), ours=True, async_compile=True),
         Mode("ours_eigen_gemm", lambda: eigen_gemm(fresh(model)()), ours=True),
+        Mode("ours_wide_tile", lambda: eigen_gemm(fresh(model)(), "w"), ours=True),
         Mode("gemm_floor(ours)", lambda: tf.function(floor, input_signature=floor_spec),
              ours=True, floor=True),
     ]
@@ -303,8 +305,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--workload", default="AB", help="any of A, B, C")
     parser.add_argument("--modes", default="all",
-                        help="comma list of tf,tf1_session,xla,onnxruntime,ours,ours_async,ours_eigen_gemm,"
-                             "gemm_floor")
+                        help="comma list of tf,tf1_session,xla,onnxruntime,ours,ours_async,"
+                             "ours_eigen_gemm,ours_wide_tile,gemm_floor")
     parser.add_argument("--quick", action="store_true", help="tiny model and workloads (smoke run)")
     args = parser.parse_args()
     config = (Config(hidden=64, heads=4, ffn=256, layers=1, vocab=1000) if args.quick

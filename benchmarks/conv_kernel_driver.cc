@@ -19,24 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "driver_util.h"
 #include "tf_disc/runtime/conv_direct.h"
 
-namespace {
-
-double CpuSeconds() {
-  timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
-// n floats, 64-byte aligned, filled from a fixed pseudo-random pattern.
-float* Filled(size_t n, uint64_t mult) {
-  float* p = static_cast<float*>(aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64 + 64));
-  for (size_t i = 0; i < n; ++i) p[i] = float(i * mult % 1000) / 1000.f - 0.5f;
-  return p;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 10) {

@@ -1,5 +1,6 @@
 """The runtime's skinny-GEMM kernel (float, row-major B, m <= 128 rows:
-register tiles of 6 rows x 64 columns, tails to Eigen) against stock TF,
+register tiles of 8 rows x 32 columns for m <= 32, else 6 x 64, column
+tails to Eigen) against stock TF,
 through a real DiscLaunch: row counts around the tile and the threshold,
 column tails, transposed and batched A, one compile per function."""
 import numpy as np
@@ -8,10 +9,12 @@ import tensorflow as tf
 
 from graph_inspection import total
 
-# (m, k, n): m across 1..6 row tails, the 128-row threshold, n around the
-# 64-column tile (n < 64 skips the kernel, n % 64 goes to Eigen).
+# (m, k, n): m across both tiles' row tails, the 32-row tile switch and the
+# 128-row threshold, n around the tiles (n below one tile skips the kernel,
+# the columns past the last full tile go to Eigen), k across 128-row chunks.
 SHAPES = [(1, 3, 64), (5, 64, 70), (6, 17, 128), (7, 300, 130), (13, 64, 200), (128, 96, 192),
-          (129, 40, 64), (2, 768, 63), (64, 1, 257)]
+          (129, 40, 64), (2, 768, 63), (64, 1, 257), (8, 129, 96), (16, 257, 33), (32, 64, 40),
+          (33, 70, 96), (3, 5, 31), (11, 200, 65), (29, 130, 100)]
 
 
 def _rand(shape, seed):
@@ -24,7 +27,9 @@ def _close(got, want):
 
 
 @pytest.mark.parametrize("transpose_a", [False, True])
-def test_skinny_matmul_matches_tf(disc, transpose_a):
+@pytest.mark.parametrize("skinny", ["1", "w"])
+def test_skinny_matmul_matches_tf(disc, transpose_a, skinny):
+    """skinny=w: the 6 x 64 tile for m <= 32 too (DISC_GEMM_SKINNY=w)."""
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)] * 2)
     def f(a, b):
         return tf.tanh(tf.matmul(a, b, transpose_a=transpose_a)) * 2.0
@@ -32,7 +37,9 @@ def test_skinny_matmul_matches_tf(disc, transpose_a):
     for i, (m, k, n) in enumerate(SHAPES):
         a = _rand((k, m) if transpose_a else (m, k), i)
         b = _rand((k, n), 50 + i)
-        _close(f(a, b).numpy(), f.python_function(a, b).numpy())
+        with disc.runtime_switches(DISC_GEMM_SKINNY=skinny):
+            got = f(a, b).numpy()
+        _close(got, f.python_function(a, b).numpy())
     stats = disc.stats()
     assert total(stats, "compiles") == 1, stats
     assert total(stats, "fallbacks") == 0, stats

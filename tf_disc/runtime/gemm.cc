@@ -12,6 +12,7 @@
 #include "tf_disc/runtime/disc_abi.h"
 #include "tf_disc/runtime/gemm_bf16.h"
 #include "tf_disc/runtime/gemm_packed.h"
+#include "tf_disc/runtime/gemm_skinny.h"
 #include "tf_disc/runtime/switches.h"
 
 namespace tf_disc {
@@ -94,101 +95,15 @@ void Contract(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int threads, 
 // Skinny float products (few rows of C, row-major B): Eigen packs all of B
 // (k x n) on every call, and with m this small the packing costs about half
 // as much as the product itself (perf, BERT floor at seq 64: 28% of the time
-// in gemm_pack_lhs against 47% in the kernel).  This kernel streams B's rows
-// from memory instead, kTileRows x kTileCols of C held in registers.
-using FloatPacket = Eigen::internal::packet_traits<float>::type;
-constexpr int kPacket = Eigen::internal::unpacket_traits<FloatPacket>::size;
-constexpr int kTileRows = 6, kTilePackets = 64 / kPacket, kTileCols = kTilePackets * kPacket;
+// in gemm_pack_lhs against 47% in the kernel); gemm_skinny.h streams B.
 constexpr int64_t kSkinnyMaxRows = 128;
-constexpr int64_t kChunk = 128;  // rows of B per pass: kChunk x kTileCols floats = 32 KiB
-
-// C[r0:r0+R, c0:c0+kTileCols] (+)= A[r0:r0+R, k0:k1] B[k0:k1, c0:...]; the
-// first k chunk starts from zero, later ones from C.  With kPrefetch, each
-// row's piece of the next tile that will be read (pf_delta floats on) is
-// prefetched into L2: the tiles' rows are too many streams for the
-// hardware prefetcher.
-template <int R, bool kPrefetch = false>
-void SkinnyTile(const GemmArgs& g, const float* a, const float* b, float* c, int64_t r0,
-                int64_t c0, int64_t k0, int64_t k1, int64_t pf_delta = 0) {
-  namespace ei = Eigen::internal;
-  const int64_t row_step = g.trans_a ? 1 : g.lda, k_step = g.trans_a ? g.lda : 1;
-  FloatPacket acc[R][kTilePackets];
-  for (int r = 0; r < R; ++r)
-    for (int j = 0; j < kTilePackets; ++j)
-      acc[r][j] = k0 == 0 ? ei::pset1<FloatPacket>(0.f)
-                          : ei::ploadu<FloatPacket>(c + (r0 + r) * g.ldc + c0 + j * kPacket);
-  const float* arow = a + r0 * row_step;
-  for (int64_t kk = k0; kk < k1; ++kk) {
-    const float* brow = b + kk * g.ldb + c0;
-    if (kPrefetch) {
-      for (int j = 0; j < kTileCols; j += 64 / sizeof(float))
-        __builtin_prefetch(brow + pf_delta + j, 0, 2);
-    }
-    FloatPacket bv[kTilePackets];
-    for (int j = 0; j < kTilePackets; ++j) bv[j] = ei::ploadu<FloatPacket>(brow + j * kPacket);
-    for (int r = 0; r < R; ++r) {
-      const FloatPacket av = ei::pset1<FloatPacket>(arow[r * row_step + kk * k_step]);
-      for (int j = 0; j < kTilePackets; ++j) acc[r][j] = ei::pmadd(av, bv[j], acc[r][j]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int j = 0; j < kTilePackets; ++j)
-      ei::pstoreu(c + (r0 + r) * g.ldc + c0 + j * kPacket, acc[r][j]);
-}
-
-// The last `rows` (< kTileRows) rows from r0: one tile of that height.
-template <bool kPrefetch>
-void SkinnyRows(const GemmArgs& g, const float* a, const float* b, float* c, int64_t r0,
-                int64_t rows, int64_t c0, int64_t k0, int64_t k1, int64_t pf_delta) {
-  switch (rows) {
-    case 5: SkinnyTile<5, kPrefetch>(g, a, b, c, r0, c0, k0, k1, pf_delta); break;
-    case 4: SkinnyTile<4, kPrefetch>(g, a, b, c, r0, c0, k0, k1, pf_delta); break;
-    case 3: SkinnyTile<3, kPrefetch>(g, a, b, c, r0, c0, k0, k1, pf_delta); break;
-    case 2: SkinnyTile<2, kPrefetch>(g, a, b, c, r0, c0, k0, k1, pf_delta); break;
-    case 1: SkinnyTile<1, kPrefetch>(g, a, b, c, r0, c0, k0, k1, pf_delta); break;
-    default: break;
-  }
-}
-
-// Column tiles [t0, t1) (kTileCols columns each) of C for batch entry bi,
-// all rows.  The k chunk is the outer loop: B's rows are read along their
-// length, tile after tile, instead of one 256-byte piece per row down a
-// 64-column strip (a new 4 KiB page per row for n >= 1024, where the
-// hardware prefetcher stops); each chunk x tile of B stays in L1 across the
-// row tiles.
-void SkinnyColumns(const GemmArgs& g, int64_t bi, int64_t t0, int64_t t1) {
-  const float* a = static_cast<const float*>(g.a) + bi * g.stride_a;
-  const float* b = static_cast<const float*>(g.b) + bi * g.stride_b;
-  float* c = static_cast<float*>(g.c) + bi * g.stride_c;
-  for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {
-    const int64_t k1 = std::min(g.k, k0 + kChunk);
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t c0 = t * kTileCols;
-      // the next tile read: this chunk's next one, or the next chunk's first
-      const int64_t pf = t + 1 < t1 ? kTileCols : kChunk * g.ldb - (t1 - 1 - t0) * kTileCols;
-      int64_t r = 0;
-      if (g.m >= kTileRows) {
-        SkinnyTile<kTileRows, true>(g, a, b, c, 0, c0, k0, k1, pf);
-        r = kTileRows;
-      }
-      for (; r + kTileRows <= g.m; r += kTileRows)
-        SkinnyTile<kTileRows>(g, a, b, c, r, c0, k0, k1);
-      if (r == 0) {
-        SkinnyRows<true>(g, a, b, c, 0, g.m, c0, k0, k1, pf);
-      } else {
-        SkinnyRows<false>(g, a, b, c, r, g.m - r, c0, k0, k1, pf);
-      }
-      if (k1 == g.k) GemmEpilogue(g, bi, 0, g.m, c0, c0 + kTileCols);
-    }
-  }
-}
 
 // DISC_GEMM_SKINNY=0 sends skinny products to Eigen too: an A/B switch
 // (runtime/switches.h), so that benchmarks/bert_dynamic.py times both in one process.
 bool Skinny(const GemmArgs& g) {
   if (RuntimeSwitchValue(RuntimeSwitch::kGemmSkinny) == '0') return false;
   return g.dtype == DISC_DTYPE_FLOAT && !g.trans_b && g.m <= kSkinnyMaxRows &&
-         g.n >= kTileCols;
+         g.n >= SkinnyTileCols(g);
 }
 
 // Short float products (m <= 128) with a transposed B (the tied LM head
@@ -206,9 +121,10 @@ bool Packed(const GemmArgs& g) {
 }
 
 // One task per (batch entry, column tile); the columns past the last full
-// tile (n % kTileCols) go to Eigen in one more task per batch entry.
+// tile (n % SkinnyTileCols(g)) go to Eigen in one more task per batch entry.
 void RunSkinny(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
-  const int64_t tiles = g.n / kTileCols, per_batch = tiles + (g.n % kTileCols ? 1 : 0);
+  const int64_t tile_cols = SkinnyTileCols(g);
+  const int64_t tiles = g.n / tile_cols, per_batch = tiles + (g.n % tile_cols ? 1 : 0);
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end;) {  // runs of full tiles of one batch entry
       const int64_t bi = i / per_batch, t = i % per_batch;
@@ -217,14 +133,14 @@ void RunSkinny(const GemmArgs& g, int num_threads, const GemmParallelFor& parall
         SkinnyColumns(g, bi, t, t1);
         i += t1 - t;
       } else {
-        BlockWithEpilogue<float>(g, bi, 0, g.m, tiles * kTileCols, g.n);
+        BlockWithEpilogue<float>(g, bi, 0, g.m, tiles * tile_cols, g.n);
         ++i;
       }
     }
   };
   const int64_t tasks = g.batch * per_batch;
   if (num_threads <= 1) return run(0, tasks);
-  parallel_for(tasks, static_cast<int64_t>(2.0 * g.m * g.k * kTileCols / 8) + 1, run);
+  parallel_for(tasks, static_cast<int64_t>(2.0 * g.m * g.k * tile_cols / 8) + 1, run);
 }
 
 template <typename T>

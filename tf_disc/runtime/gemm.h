@@ -12,8 +12,8 @@
 // do products whose B is a weight in transposed layout, packed once
 // (GemmArgs::packed_b32).
 // Skinny float products (m <= 128, row-major B) skip Eigen's per-call
-// packing of B: a register-tiled kernel streams B, one task per 64-column
-// tile.  An epilogue (bias, activation, residual: a generated elementwise
+// packing of B: a register-tiled kernel (gemm_skinny.h) streams B, one task
+// per 32- or 64-column tile.  An epilogue (bias, activation, residual: a generated elementwise
 // kernel) runs on each tile or block of C right after it is computed,
 // instead of in a second pass over C.
 #ifndef TF_DISC_RUNTIME_GEMM_H_
