@@ -139,6 +139,122 @@ inline void TapBlock(const T* xrow, const T* grow, int64_t ch, int64_t xstep, in
   for (int b = 0; b < B; ++b) acc[b] += (r[0][b] + r[1][b]) + (r[2][b] + r[3][b]);
 }
 
+// One 64-byte vector of T (GCC vector extension; unaligned, may alias T).
+template <typename T>
+struct Vec {
+  typedef T V __attribute__((vector_size(64), aligned(sizeof(T)), may_alias));
+  static constexpr int kLanes = 64 / sizeof(T);
+};
+
+// The multiplier-1 filter gradient of one dy row for one vector of channels,
+// R x KW taps at once: acc[r][j] (tap row r, column j) sums x[r] column
+// ox * S + j - pad_left times dy column ox over the row's columns.  Why:
+// per column one dy load and S new x loads per tap row feed R * KW
+// independent FMA chains, where one tap at a time needs two loads per FMA
+// and one chain; x rows are shared by the taps (4 columns per step, so
+// that the overlapping windows' loads are common subexpressions).
+// xrows: the R x rows at the block's channel; taps[r]: dF's tap row r at the
+// block's channel (taps j at + j * ch).
+template <typename T, int R, int KW, int S>
+void TapRowsVec(const T* const* xrows, const T* grow, int64_t ch, int64_t out_w, int64_t in_w,
+                int64_t pad_left, T* const* taps) {
+  using V = typename Vec<T>::V;
+  V acc[R][KW] = {};
+  auto load = [](const T* p) { return *reinterpret_cast<const V*>(p); };
+  // Columns whose KW taps all land inside the row.
+  int64_t lo, hi, lo2, hi2;
+  TapRange(-pad_left, S, out_w, in_w, &lo, &hi);
+  TapRange(KW - 1 - pad_left, S, out_w, in_w, &lo2, &hi2);
+  lo = std::max(lo, lo2);
+  hi = std::max(lo, std::min(hi, hi2));
+  auto edge = [&](int64_t ox) {
+    const V g = load(grow + ox * ch);
+    for (int j = 0; j < KW; ++j) {
+      const int64_t ix = ox * S + j - pad_left;
+      if (ix < 0 || ix >= in_w) continue;
+      for (int r = 0; r < R; ++r) acc[r][j] += load(xrows[r] + ix * ch) * g;
+    }
+  };
+  for (int64_t ox = 0; ox < lo; ++ox) edge(ox);
+  constexpr int kU = 4;
+  int64_t ox = lo;
+  for (; ox + kU <= hi; ox += kU) {
+    V g[kU];
+#pragma GCC unroll 4
+    for (int u = 0; u < kU; ++u) g[u] = load(grow + (ox + u) * ch);
+    const int64_t base = ox * S - pad_left;
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) {
+      const T* xr = xrows[r] + base * ch;
+#pragma GCC unroll 4
+      for (int u = 0; u < kU; ++u)
+#pragma GCC unroll 5
+        for (int j = 0; j < KW; ++j) acc[r][j] += load(xr + (u * S + j) * ch) * g[u];
+    }
+  }
+  for (; ox < hi; ++ox) {
+    const V g = load(grow + ox * ch);
+    const int64_t base = ox * S - pad_left;
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < KW; ++j) acc[r][j] += load(xrows[r] + (base + j) * ch) * g;
+  }
+  for (ox = std::max(lo, hi); ox < out_w; ++ox) edge(ox);
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < KW; ++j) {
+      V* t = reinterpret_cast<V*>(taps[r] + j * ch);
+      *t += acc[r][j];
+    }
+}
+
+// The vector channel blocks of TapRowsVec for R tap rows (runtime) in
+// groups of up to 3; false (nothing done) for a shape it has no
+// instantiation for.
+template <typename T, int KW, int S>
+void TapRowsBlocks(const T* const* xrows, int rows, const T* grow, int64_t ch, int64_t cv,
+                   int64_t out_w, int64_t in_w, int64_t pad_left, T* const* taps) {
+  constexpr int L = Vec<T>::kLanes;
+  for (int r0 = 0; r0 < rows; r0 += 3) {
+    const int n = std::min(3, rows - r0);
+    for (int64_t c = 0; c < cv; c += L) {
+      const T* xr[3];
+      T* tp[3];
+      for (int r = 0; r < n; ++r) {
+        xr[r] = xrows[r0 + r] + c;
+        tp[r] = taps[r0 + r] + c;
+      }
+      if (n == 3) {
+        TapRowsVec<T, 3, KW, S>(xr, grow + c, ch, out_w, in_w, pad_left, tp);
+      } else if (n == 2) {
+        TapRowsVec<T, 2, KW, S>(xr, grow + c, ch, out_w, in_w, pad_left, tp);
+      } else {
+        TapRowsVec<T, 1, KW, S>(xr, grow + c, ch, out_w, in_w, pad_left, tp);
+      }
+    }
+  }
+}
+
+// The dF channels [0, cv) of one dy row through TapRowsBlocks when its
+// window (k_w 3 or 5, stride 1 or 2, undilated columns) has an
+// instantiation: cv = whole vectors of channels; 0 when none.
+template <typename T>
+int64_t VectorTaps(const DiscWindowArgs& w, const T* const* xrows, int rows, const T* grow,
+                   T* const* taps) {
+  const int64_t ch = w.in_c, cv = ch / Vec<T>::kLanes * Vec<T>::kLanes;
+  if (cv == 0 || w.dilation_w != 1 || w.in_c != w.out_c) return 0;
+  const int64_t s = w.stride_w, kw = w.k_w;
+#define TF_DISC_TAP_ROWS(KW, S)                                                               \
+  if (kw == KW && s == S) {                                                                   \
+    TapRowsBlocks<T, KW, S>(xrows, rows, grow, ch, cv, w.out_w, w.in_w, w.pad_left, taps);  \
+    return cv;                                                                                \
+  }
+  TF_DISC_TAP_ROWS(3, 1)
+  TF_DISC_TAP_ROWS(3, 2)
+  TF_DISC_TAP_ROWS(5, 1)
+  TF_DISC_TAP_ROWS(5, 2)
+#undef TF_DISC_TAP_ROWS
+  return 0;
+}
+
 // dy rows [begin, end) (row = n * out_h + oy) added into acc (dF's shape).
 template <typename T>
 void FilterRows(const DiscWindowArgs& w, int64_t begin, int64_t end, T* acc) {
@@ -146,9 +262,21 @@ void FilterRows(const DiscWindowArgs& w, int64_t begin, int64_t end, T* acc) {
   const T* dy = static_cast<const T*>(w.filter);
   const int64_t ch = w.in_c, mult = w.out_c / w.in_c, oc = w.out_c;
   constexpr int kBlock = 64 / sizeof(T) * 4;  // four vector registers
+  constexpr int kMaxRows = 8;
   for (int64_t ny = begin; ny < end; ++ny) {
     const int64_t n = ny / w.out_h, oy = ny % w.out_h;
     const T* grow = dy + ny * w.out_w * oc;
+    // The tap rows inside the image, for the vector kernel.
+    const T* xrows[kMaxRows];
+    T* taps[kMaxRows];
+    int rows = 0;
+    for (int64_t i = 0; i < w.k_h && w.k_h <= kMaxRows; ++i) {
+      const int64_t iy = oy * w.stride_h + i * w.dilation_h - w.pad_top;
+      if (iy < 0 || iy >= w.in_h) continue;
+      xrows[rows] = x + (n * w.in_h + iy) * w.in_w * ch;
+      taps[rows++] = acc + i * w.k_w * oc;
+    }
+    const int64_t c0 = w.k_h <= kMaxRows ? VectorTaps<T>(w, xrows, rows, grow, taps) : 0;
     for (int64_t i = 0; i < w.k_h; ++i) {
       const int64_t iy = oy * w.stride_h + i * w.dilation_h - w.pad_top;
       if (iy < 0 || iy >= w.in_h) continue;
@@ -164,7 +292,7 @@ void FilterRows(const DiscWindowArgs& w, int64_t begin, int64_t end, T* acc) {
         T* tap = acc + (i * w.k_w + j) * oc;
         if (mult == 1) {
           const int64_t step = w.stride_w * ch;
-          int64_t c = 0;
+          int64_t c = c0;
           for (; c + kBlock <= ch; c += kBlock)
             TapBlock<T, kBlock>(xrow + c, grow + c, ch, step, lo, hi, tap + c);
           for (; c + kBlock / 4 <= ch; c += kBlock / 4)
