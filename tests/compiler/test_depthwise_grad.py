@@ -1,8 +1,9 @@
 """DepthwiseConv2dNativeBackpropInput / ...BackpropFilter (ops/nn_conv_grad.py,
 runtime/depthwise_grad.cc) through DiscLaunch against stock TF eager:
 strides (equal and not), SAME/VALID/EXPLICIT padding, depth
-multipliers 1 and 3, channel counts around the kernel's 64- and 16-wide
-blocks, odd, 1-sized and empty images, float64, one compile for every shape,
+multipliers 1 and 3, channel counts around the kernels' 64- and 16-wide
+blocks, the register-blocked 3- and 5-wide windows of both gradients,
+odd, 1-sized and empty images, float64, one compile for every shape,
 tf.GradientTape of a depthwise layer, InvalidArgument for bad shapes, and
 dilated gradients left to TF (its oneDNN kernels ignore dilations)."""
 import numpy as np
@@ -87,6 +88,31 @@ def test_channel_blocks_and_threads(disc, channels, strides):
         return _input_grad(attrs)(x, f, dy), _filter_grad(attrs)(x, f, dy)
     _check(disc, fn, _cases([(2, 30, 29), (1, 7, 40), (3, 12, 12)], (3, 3), channels, 1, attrs),
            rtol=2e-4)
+
+
+VECTOR_TAPS = [((3, 3), 1, "SAME"), ((3, 3), 2, EXPLICIT), ((5, 5), 1, "VALID"),
+               ((5, 5), 2, "SAME"), ((3, 3), 1, [[0, 0], [0, 0], [2, 1], [0, 0]]),
+               ((3, 3), 1, [[0, 0], [3, 0], [0, 4], [0, 0]]), ((5, 5), 1, "SAME"),
+               ((3, 4), 1, "SAME"), ((5, 3), 3, "SAME")]
+
+
+@pytest.mark.parametrize("channels", [1, 16, 32, 83])
+@pytest.mark.parametrize("k,strides,padding", VECTOR_TAPS)
+def test_vector_taps(disc, channels, k, strides, padding):
+    """The register-blocked rows of both gradients (filter: 3 or 5 tap
+    columns at column stride 1 or 2; input: stride 1, pads past the window
+    too), tap rows in groups of up to 3, edge columns one by one, and the
+    windows they leave to the other loops (4 columns, stride 3): whole
+    16-channel vectors and a scalar rest, images narrower than the window,
+    one row, batches 1 to 9."""
+    attrs = _attrs(strides, padding, 1)
+    pad = [0, 0] if isinstance(padding, str) else [sum(padding[1]), sum(padding[2])]
+    images = [(n, h, w) for n, h, w in [(1, 1, 1), (9, 5, 3), (2, 13, 17), (1, 2, 40), (3, 9, 6)]
+              if padding == "SAME" or (h + pad[0] >= k[0] and w + pad[1] >= k[1])]
+
+    def fn(x, f, dy):
+        return _input_grad(attrs)(x, f, dy), _filter_grad(attrs)(x, f, dy)
+    _check(disc, fn, _cases(images, k, channels, 1, attrs), rtol=2e-4)
 
 
 def test_float64(disc):

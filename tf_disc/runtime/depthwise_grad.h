@@ -17,10 +17,10 @@
 
 namespace tf_disc {
 
-// Runs a DISC_WINDOW_DEPTHWISE_BACKPROP_INPUT (stride-1 float gradients with
-// a depth multiplier of 1 go through RunWindow's depthwise kernel with the
-// filter flipped); false with *error set for bad arguments or an
-// unsupported dtype.
+// Runs a DISC_WINDOW_DEPTHWISE_BACKPROP_INPUT (stride-1 gradients with a
+// depth multiplier of 1: a register-blocked row kernel for 3- or 5-wide
+// windows, else RunWindow's depthwise kernel with the filter flipped);
+// false with *error set for bad arguments or an unsupported dtype.
 bool RunDepthwiseBackpropInput(const DiscWindowArgs& args, int num_threads, void* eigen_pool,
                                const GemmParallelFor& parallel_for, std::string* error);
 
