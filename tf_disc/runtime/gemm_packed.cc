@@ -170,7 +170,7 @@ constexpr MicroFn kMicro[kMr + 1] = {nullptr,   Micro<1>,  Micro<2>,  Micro<3>, 
 // Whether the kernel broadcasts op(A) from its rows in place instead of a
 // packed copy: short rows (k <= kDirectMaxK) of a row-major A, whose
 // leading dimension does not map the tile's rows to few L1 sets (PackA).
-constexpr int64_t kDirectMaxK = 128;
+constexpr int64_t kDirectMaxK = 256;
 bool DirectA(const GemmArgs& g) { return !g.trans_a && g.k <= kDirectMaxK && g.lda % 256 != 0; }
 
 // k per block for a GEMM of depth k: blocks of at most kKc, evened out.

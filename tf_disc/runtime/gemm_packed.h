@@ -4,7 +4,7 @@
 // Eigen does slowly (the LM head x E^T took Eigen 3-4x TF's time), and for
 // batched ones with a narrow B (attention context).  A 14 x 32 tile of C
 // lives in 28 zmm accumulators; B is packed in 384 x 192 blocks (L2), A in
-// 14-row micro-panels (L1) or, for k <= 128 (attention scores), broadcast
+// 14-row micro-panels (L1) or, for k <= 256 (attention scores, context), broadcast
 // from its rows in place; transposed operands go through in-register
 // 16 x 16 transposes.  While a row of tiles computes, the kernel prefetches
 // what the next one (or the task's next batch entry) reads first.  A
