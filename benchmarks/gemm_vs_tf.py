@@ -12,6 +12,7 @@ DISC_GEMM_EPILOGUE=0 (the epilogue as a second pass over C, as before).
     python benchmarks/gemm_vs_tf.py [--repeats 15] [--tokens 1024] [--batch 8]
     python benchmarks/gemm_vs_tf.py --tokens 36 --batch 1   # batch-1 request
     python benchmarks/gemm_vs_tf.py --shapes bert-b --repeats 5   # workload B's shapes
+    python benchmarks/gemm_vs_tf.py --shapes bert-b --kinds scores,context   # attention only
 
 --shapes bert-b times every distinct GEMM of benchmarks/bert_dynamic.py's
 workload B (its (batch, seq) requests: projections, FFN, attention scores and
@@ -118,12 +119,14 @@ def _kind_fn(kind: str, rank: int, weight=None) -> Callable:
     return tf.function(lambda a: KIND_FNS[kind](a, weight), input_signature=[spec])
 
 
-def run_shapes(name: str, repeats: int) -> None:
+def run_shapes(name: str, repeats: int, kinds: str = "") -> None:
     """Per-shape medians (tf; ours; ours with DISC_GEMM_PREPACK=0 = B packed
     per call; ours with DISC_GEMM_PACKED=0 = Eigen; interleaved) over
-    workload `name`'s distinct GEMMs and the time-weighted aggregate ratios
-    per kind and overall."""
+    workload `name`'s distinct GEMMs (only those of `kinds`, comma-separated,
+    when given) and the time-weighted aggregate ratios per kind and overall."""
     counts = workload_shapes(name)
+    if kinds:
+        counts = {key: n for key, n in counts.items() if key[0] in kinds.split(",")}
     rng = np.random.default_rng(0)
     rank, weights = {}, {}
     for kind, sa, sb in counts:
@@ -183,9 +186,11 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=1024, help="B*S")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--shapes", default="", help="bert-b / bert-c: the workload's GEMM shapes")
+    parser.add_argument("--kinds", default="",
+                        help="with --shapes: only these kinds (e.g. scores,context)")
     args = parser.parse_args()
     if args.shapes:
-        return run_shapes(args.shapes.split("-")[-1].upper(), args.repeats)
+        return run_shapes(args.shapes.split("-")[-1].upper(), args.repeats, args.kinds)
     rng = np.random.default_rng(0)
     specs = []
     all_cases = [(name, fn, [sa, sb]) for name, fn, sa, sb in cases(args.tokens, args.batch)]

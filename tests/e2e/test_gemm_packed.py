@@ -83,3 +83,46 @@ def test_packed_epilogue_on_every_tile(disc, transpose_b):
             a, b, bias = _rand((m, k), i), _rand((n, k) if transpose_b else (k, n), 7 + i), \
                 _rand((n,), 20 + i)
             _close(f(a, b, bias).numpy(), f.python_function(a, b, bias).numpy(), k)
+
+
+# (batch shape of A, of B, m, n, k): attention-like products (default
+# routes: scores with a transposed B and short k, A read in place; context
+# with a narrow row-major B; the next batch entry's operands prefetched):
+# odd sizes around the 14 x 32 tile, k = 1, more batch entries than tasks,
+# broadcast batch dims (A or B shared by every entry), m over 128, empty.
+BATCHED = [((8, 12), (8, 12), 128, 128, 64), ((96,), (96,), 37, 45, 64), ((5,), (5,), 15, 33, 1),
+           ((2, 3), (1, 3), 29, 70, 17), ((1, 4), (3, 4), 70, 16, 128), ((7,), (7,), 1, 1, 3),
+           ((3,), (3,), 14, 32, 129), ((2, 3), (2, 3), 201, 77, 64), ((3,), (1,), 150, 64, 150),
+           ((1,), (4,), 143, 33, 256), ((4,), (4,), 0, 5, 64), ((4,), (4,), 5, 0, 64),
+           ((0,), (0,), 5, 5, 64), ((4,), (4,), 5, 7, 0)]
+
+
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_packed_batched_sweep(disc, transpose_b):
+    @tf.function(input_signature=[tf.TensorSpec(None, tf.float32)] * 2)
+    def f(a, b):
+        return tf.matmul(a, b, transpose_b=transpose_b) * 2.0
+
+    for i, (ba, bb, m, n, k) in enumerate(BATCHED):
+        a, b = _rand(ba + (m, k), i), _rand(bb + ((n, k) if transpose_b else (k, n)), 50 + i)
+        want = 2.0 * np.matmul(a.astype(np.float64), np.swapaxes(b, -1, -2) if transpose_b else b)
+        got = f(a, b).numpy()
+        assert got.shape == want.shape, (ba, bb, m, n, k)
+        if got.size:
+            _close(got, want, k)
+
+
+def test_packed_a_heads_of_wide_rows(disc):
+    """Q heads sliced from [B,S,4*64] rows (lda = 256: the tile's rows would
+    share L1 sets, so A is packed, not read in place) against numpy."""
+    @tf.function(input_signature=[tf.TensorSpec([None, None, 256], tf.float32),
+                                  tf.TensorSpec([None, 4, None, 64], tf.float32)])
+    def f(q, k):
+        b, s = tf.shape(q)[0], tf.shape(q)[1]
+        heads = tf.transpose(tf.reshape(q, [b, s, 4, 64]), [0, 2, 1, 3])
+        return tf.matmul(heads, k, transpose_b=True) * 2.0
+
+    for i, (b, s) in enumerate([(2, 45), (1, 128)]):
+        q, k = _rand((b, s, 256), i), _rand((b, 4, s, 64), 30 + i)
+        want = 2.0 * np.einsum("bshd,bhtd->bhst", q.reshape(b, s, 4, 64).astype(np.float64), k)
+        _close(f(q, k).numpy(), want, 64)

@@ -106,18 +106,25 @@ bool Skinny(const GemmArgs& g) {
          g.n >= SkinnyTileCols(g);
 }
 
-// Short float products (m <= 128) with a transposed B (the tied LM head
-// x E^T, attention scores Q K^T of short sequences) run the packed AVX-512
-// kernel (gemm_packed.h): Eigen's packing of a transposed B cost it 3-4x
-// TF's time on the LM head, and the kernel took 0.6-0.95x Eigen's time on
-// scores up to 128 rows, 1.0-1.4x above (benchmarks/gemm_vs_tf.py --shapes
-// bert-b); with row-major B (projections, FFN, context) Eigen measured as
-// fast or faster, so those stay with it.  DISC_GEMM_PACKED (an A/B switch):
-// 0 keeps Eigen for all, 1 sends every non-skinny float product to the kernel.
+// Float products with a transposed B that are short (m <= 128: the tied LM
+// head x E^T) or shallow (k <= 128: attention scores Q K^T, A read in
+// place) run the packed AVX-512 kernel (gemm_packed.h): Eigen's packing of
+// a transposed B cost it 3-4x TF's time on the LM head, and on scores
+// [12b, s, 64] x [12b, s, 64]^T with s = 147..256 the kernel ran 1.05-1.7x
+// Eigen's speed (one thread, CPU time, best of 3 x 30), also at
+// 4 x 1024 x 1024 x 64.  So do batched products with a narrow row-major B
+// (n <= 128) of moderate depth (k <= 256): attention context [12b, s, s] x
+// [12b, s, 64] at s = 128..256 ran 1.07-1.18x Eigen's speed; deeper ones
+// (k = 512, 1024) and projections and FFN stay with Eigen, faster there.
+// DISC_GEMM_PACKED (an A/B switch): 0 keeps Eigen for all, 1 sends every
+// non-skinny float product to the kernel.
 bool Packed(const GemmArgs& g) {
   if (g.dtype != DISC_DTYPE_FLOAT || !PackedGemmAvailable()) return false;
   const char mode = RuntimeSwitchValue(RuntimeSwitch::kGemmPacked);
-  return mode == '1' || (mode != '0' && g.trans_b && g.m <= kSkinnyMaxRows);
+  if (mode == '1') return true;
+  if (mode == '0') return false;
+  if (g.trans_b) return g.m <= kSkinnyMaxRows || g.k <= 128;
+  return g.batch > 1 && g.n <= 128 && g.k <= 256;
 }
 
 // One task per (batch entry, column tile); the columns past the last full

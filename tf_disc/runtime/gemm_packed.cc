@@ -12,7 +12,7 @@ namespace tf_disc {
 #ifdef __AVX512F__
 namespace {
 
-constexpr int kMr = 14;         // rows of the register tile: 14 x 2 zmm accumulators
+constexpr int64_t kMr = 14;     // rows of the register tile: 14 x 2 zmm accumulators
 constexpr int kNr = 32;         // columns of the register tile (2 zmm)
 constexpr int kAp = 16;         // floats per k in a packed A micro-panel (kMr used)
 constexpr int64_t kKc = 384;    // k per packed block: a packed A micro-panel is 24 KiB (L1)
@@ -128,8 +128,9 @@ void PackA(const GemmArgs& g, const float* a, int64_t r0, int rows, int64_t k0, 
 // as two zmm, kPrefetch ahead prefetched (B packed once streams from memory
 // when m is small).  Columns outside the masks are neither read nor written.
 template <int R>
-void Micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate,
-           __mmask16 m0, __mmask16 m1) {
+void Micro(int64_t kc, const float* ap, int64_t a_row, int64_t a_k, const float* bp, float* c,
+           int64_t ldc, bool accumulate, __mmask16 m0, __mmask16 m1, const char* pf,
+           int64_t npf) {
   __m512 c0[R], c1[R];
 #pragma GCC unroll 14
   for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm512_setzero_ps();
@@ -137,14 +138,15 @@ void Micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, 
   for (int64_t kk = 0; kk < kc; ++kk) {
     _mm_prefetch(reinterpret_cast<const char*>(bp + kPrefetch), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(bp + kPrefetch + 16), _MM_HINT_T0);
+    if (kk < npf) _mm_prefetch(pf + 64 * kk, _MM_HINT_T0);
     const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
 #pragma GCC unroll 14
     for (int r = 0; r < R; ++r) {
-      const __m512 av = _mm512_set1_ps(ap[r]);
+      const __m512 av = _mm512_set1_ps(ap[r * a_row]);
       c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
       c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
     }
-    ap += kAp;
+    ap += a_k;
     bp += kNr;
   }
 #pragma GCC unroll 14
@@ -159,11 +161,17 @@ void Micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, 
   }
 }
 
-using MicroFn = void (*)(int64_t, const float*, const float*, float*, int64_t, bool, __mmask16,
-                         __mmask16);
+using MicroFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, float*, int64_t,
+                         bool, __mmask16, __mmask16, const char*, int64_t);
 constexpr MicroFn kMicro[kMr + 1] = {nullptr,   Micro<1>,  Micro<2>,  Micro<3>, Micro<4>,
                                      Micro<5>,  Micro<6>,  Micro<7>,  Micro<8>, Micro<9>,
                                      Micro<10>, Micro<11>, Micro<12>, Micro<13>, Micro<14>};
+
+// Whether the kernel broadcasts op(A) from its rows in place instead of a
+// packed copy: short rows (k <= kDirectMaxK) of a row-major A, whose
+// leading dimension does not map the tile's rows to few L1 sets (PackA).
+constexpr int64_t kDirectMaxK = 256;
+bool DirectA(const GemmArgs& g) { return !g.trans_a && g.k <= kDirectMaxK && g.lda % 256 != 0; }
 
 // k per block for a GEMM of depth k: blocks of at most kKc, evened out.
 int64_t KBlock(int64_t k) { return CeilDiv(k, CeilDiv(k, kKc)); }
@@ -179,13 +187,129 @@ const float* PackedPanel(const Fp32PackedB& pre, const GemmArgs& g, int64_t bi, 
          k0 * panels * kNr + (c0 - block) / kNr * kc * kNr;
 }
 
-// C[r0:r1, c0:c1] of batch entry bi (c1 - c0 <= kNc), then its epilogue one
-// row panel at a time while that panel is in cache.  B's k block comes from
-// g.packed_b32 when set (c0 a multiple of kNr, c0:c1 within one column
-// block), else is packed here; A's from all_a (SharedA) when set (r0 a
-// multiple of kMr), else is packed here.
-void Block(const GemmArgs& g, int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
-           const float* all_a) {
+// A task's piece of C: rows r0:r1, columns c0:c1 (c1 - c0 <= kNc) of batch
+// entry bi.
+struct Piece {
+  int64_t bi, r0, r1, c0, c1;
+};
+
+// Cache lines to prefetch while a register tile row is computed: what the
+// next one (or the next task) reads first.  A, B and C of a batch entry
+// come from memory when the batch is large (96 attention heads: 12 MiB),
+// and the hardware prefetcher stops at every 4 KiB page, so each row of a
+// packing or of C's tile started with a miss (perf: the packing took 29% at
+// k = 64).  The kernel prefetches one line per step of k.
+class Lines {
+ public:
+  // The lines of a rows x cols block of floats (row stride ld): one run per
+  // row, or one for all when the rows are contiguous.
+  void Add(const float* base, int64_t rows, int64_t ld, int64_t cols) {
+    if (rows <= 0 || cols <= 0) return;
+    if (ld == cols) {
+      cols *= rows;
+      rows = 1;
+    }
+    for (int64_t r = 0; r < rows && n_ < kCap; ++r) {
+      const uintptr_t from = reinterpret_cast<uintptr_t>(base + r * ld) & ~uintptr_t(63);
+      const uintptr_t to = reinterpret_cast<uintptr_t>(base + r * ld + cols);
+      run_[n_++] = Run{reinterpret_cast<const char*>(from), int64_t((to - from + 63) / 64)};
+      total_ += run_[n_ - 1].lines;
+    }
+  }
+  void Clear() { n_ = next_ = total_ = 0; }
+  int64_t total() const { return total_; }
+  // Up to `want` lines: the first run of them for the kernel (*start,
+  // returned count), the others prefetched here (all of them when start is
+  // null).
+  int64_t Take(int64_t want, const char** start) {
+    int64_t first = 0;
+    const char* none = nullptr;
+    const char** head = start != nullptr ? start : &none;
+    *head = nullptr;
+    while (want > 0 && next_ < n_) {
+      Run& r = run_[next_];
+      const int64_t take = std::min(want, r.lines);
+      if (start != nullptr && *start == nullptr) {
+        *start = r.p;
+        first = take;
+      } else {
+        for (int64_t l = 0; l < take; ++l) _mm_prefetch(r.p + 64 * l, _MM_HINT_T0);
+      }
+      r.p += 64 * take;
+      r.lines -= take;
+      want -= take;
+      if (r.lines == 0) ++next_;
+    }
+    return first;
+  }
+
+ private:
+  struct Run {
+    const char* p;
+    int64_t lines;
+  };
+  static constexpr int64_t kCap = 64;
+  Run run_[kCap];
+  int64_t n_ = 0, next_ = 0, total_ = 0;
+};
+
+// op(A)[r:r+rows, k0:k0+kc] of batch entry bi, into lines.
+void AddA(const GemmArgs& g, int64_t bi, int64_t r, int64_t rows, int64_t k0, int64_t kc,
+          Lines* lines) {
+  const float* a = static_cast<const float*>(g.a) + bi * g.stride_a;
+  if (g.trans_a) return lines->Add(a + k0 * g.lda + r, kc, g.lda, rows);
+  lines->Add(a + r * g.lda + k0, rows, g.lda, kc);
+}
+
+// op(B)[k0:k0+kc, c0:c1] of batch entry bi, rows [from, to) of its `of`
+// equal shares (B's rows: columns of op(B) when transposed, else k).
+void AddB(const GemmArgs& g, const Piece& t, int64_t k0, int64_t kc, int64_t share, int64_t of,
+          Lines* lines) {
+  const float* b = static_cast<const float*>(g.b) + t.bi * g.stride_b;
+  const int64_t rows = g.trans_b ? t.c1 - t.c0 : kc;
+  const int64_t from = rows * share / of, to = rows * (share + 1) / of;
+  if (g.trans_b) return lines->Add(b + (t.c0 + from) * g.ldb + k0, to - from, g.ldb, kc);
+  lines->Add(b + (k0 + from) * g.ldb + t.c0, to - from, g.ldb, t.c1 - t.c0);
+}
+
+void AddC(const GemmArgs& g, int64_t bi, int64_t r, int64_t rows, int64_t c0, int64_t c1,
+          Lines* lines) {
+  lines->Add(static_cast<const float*>(g.c) + bi * g.stride_c + r * g.ldc + c0, rows, g.ldc,
+             c1 - c0);
+}
+
+// What to prefetch (into lines) while row tile r of piece t computes k
+// block k0:k0+kc, B packed per call: the next row tile's A (when not
+// shared) and C, a share of B's next k block or else of the next piece's B,
+// and in the last row tile the next piece's first A and C.
+void PlanPrefetch(const GemmArgs& g, const Piece& t, const Piece* next, int64_t r, int64_t k0,
+                  int64_t kc, bool own_a, Lines* lines) {
+  lines->Clear();
+  const int64_t kc_max = KBlock(g.k), rn = r + kMr, tile = (r - t.r0) / kMr;
+  const int64_t tiles = CeilDiv(t.r1 - t.r0, kMr);
+  const bool last = k0 + kc == g.k;
+  if (rn < t.r1) {
+    const int64_t rows = std::min(kMr, t.r1 - rn);
+    if (own_a) AddA(g, t.bi, rn, rows, k0, kc, lines);
+    AddC(g, t.bi, rn, rows, t.c0, t.c1, lines);
+  }
+  if (!last) return AddB(g, t, k0 + kc, std::min(kc_max, g.k - k0 - kc), tile, tiles, lines);
+  if (next == nullptr) return;
+  AddB(g, *next, 0, kc_max, tile, tiles, lines);
+  if (rn < t.r1) return;
+  const int64_t rows = std::min(kMr, next->r1 - next->r0);
+  if (own_a) AddA(g, next->bi, next->r0, rows, 0, kc_max, lines);
+  AddC(g, next->bi, next->r0, rows, next->c0, next->c1, lines);
+}
+
+// C of piece t, then its epilogue one row panel at a time while that panel
+// is in cache; `next` (may be null) is the piece this thread computes next,
+// whose first reads are prefetched.  B's k block comes from g.packed_b32
+// when set (c0 a multiple of kNr, c0:c1 within one column block), else is
+// packed here; A's from all_a (SharedA) when set (r0 a multiple of kMr),
+// else is packed here or read in place (DirectA).
+void Block(const GemmArgs& g, const Piece& t, const Piece* next, const float* all_a) {
+  const int64_t bi = t.bi, r0 = t.r0, r1 = t.r1, c0 = t.c0, c1 = t.c1;
   const float* a = static_cast<const float*>(g.a) + bi * g.stride_a;
   const float* b = static_cast<const float*>(g.b) + bi * g.stride_b;
   float* c = static_cast<float*>(g.c) + bi * g.stride_c;
@@ -193,10 +317,12 @@ void Block(const GemmArgs& g, int64_t bi, int64_t r0, int64_t r1, int64_t c0, in
   const int64_t cols = c1 - c0, panels = CeilDiv(cols, kNr);
   const int64_t kc_max = KBlock(g.k);
   float* bp = pre != nullptr ? nullptr : Scratch(0, kc_max * panels * kNr);
-  float* a_buf = all_a != nullptr ? nullptr : Scratch(1, kc_max * kAp);
+  const bool direct_a = all_a == nullptr && DirectA(g);
+  float* a_buf = all_a != nullptr || direct_a ? nullptr : Scratch(1, kc_max * kAp);
   const float* a_tiles =
       all_a == nullptr ? nullptr
                        : all_a + (g.stride_a == 0 ? 0 : bi) * CeilDiv(g.m, kMr) * g.k * kAp;
+  thread_local Lines lines;
   for (int64_t k0 = 0; k0 < g.k; k0 += kc_max) {
     const int64_t kc = std::min(kc_max, g.k - k0);
     const bool accumulate = k0 > 0, last = k0 + kc == g.k;
@@ -204,16 +330,26 @@ void Block(const GemmArgs& g, int64_t bi, int64_t r0, int64_t r1, int64_t c0, in
     if (pre == nullptr) PackB(g, b, k0, kc, c0, cols, bp);
     for (int64_t r = r0; r < r1; r += kMr) {
       const int rows = static_cast<int>(std::min<int64_t>(kMr, r1 - r));
+      if (pre == nullptr) PlanPrefetch(g, t, next, r, k0, kc, all_a == nullptr, &lines);
       const float* ap = a_buf;
-      if (all_a == nullptr) {
+      int64_t a_row = 1, a_k = kAp;
+      if (direct_a) {
+        ap = a + r * g.lda + k0;
+        a_row = g.lda;
+        a_k = 1;
+      } else if (all_a == nullptr) {
         PackA(g, a, r, rows, k0, kc, a_buf);
       } else {
         ap = a_tiles + (r / kMr) * g.k * kAp + k0 * kAp;
       }
+      const int64_t share = CeilDiv(lines.total(), panels);
       for (int64_t p = 0; p < panels; ++p) {
         const int64_t left = cols - p * kNr;
-        kMicro[rows](kc, ap, bk + p * kc * kNr, c + r * g.ldc + c0 + p * kNr, g.ldc, accumulate,
-                     TailMask(left), TailMask(left - 16));
+        const char* pf;
+        const int64_t npf = lines.Take(std::min(share, kc), &pf);
+        kMicro[rows](kc, ap, a_row, a_k, bk + p * kc * kNr, c + r * g.ldc + c0 + p * kNr, g.ldc,
+                     accumulate, TailMask(left), TailMask(left - 16), pf, npf);
+        if (share > kc) lines.Take(share - kc, nullptr);
       }
       if (last) GemmEpilogue(g, bi, r, r + rows, c0, c1);
     }
@@ -276,11 +412,15 @@ void RunPackedGemm(const GemmArgs& g, int num_threads, const GemmParallelFor& pa
   const int64_t per_batch = row_blocks * col_blocks, tasks = g.batch * per_batch;
   const float* all_a =
       g.packed_b32 != nullptr && col_blocks > 1 ? SharedA(g, threads, parallel_for) : nullptr;
+  auto piece = [&](int64_t i) {
+    const int64_t bi = i / per_batch, rb = (i % per_batch) / col_blocks, cb = i % col_blocks;
+    return Piece{bi, rb * rstep, std::min(g.m, (rb + 1) * rstep), cb * cstep,
+                 std::min(g.n, (cb + 1) * cstep)};
+  };
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const int64_t bi = i / per_batch, rb = (i % per_batch) / col_blocks, cb = i % col_blocks;
-      Block(g, bi, rb * rstep, std::min(g.m, (rb + 1) * rstep), cb * cstep,
-            std::min(g.n, (cb + 1) * cstep), all_a);
+      const Piece next = piece(i + 1);
+      Block(g, piece(i), i + 1 < end ? &next : nullptr, all_a);
     }
   };
   if (threads <= 1 || tasks == 1) return run(0, tasks);

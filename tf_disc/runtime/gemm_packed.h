@@ -1,11 +1,15 @@
 // fp32 GEMM with BLIS-style packing and an AVX-512 register-tiled
-// microkernel (gemm_packed.cc), behind RunGemm (gemm.cc) for short float
-// products (m <= 128) with a transposed B, whose packing Eigen does slowly
-// (the LM head x E^T took Eigen 3-4x TF's time).  A 14 x 32 tile of C lives
-// in 28 zmm accumulators; B is packed in 384 x 192 blocks (L2), A in 14-row
-// micro-panels (L1), transposed operands through in-register 16 x 16
-// transposes.  A weight's B (gemm.h GemmArgs::packed_b32) can instead be
-// packed once, all of k (PackFp32B), and read by every task and call.
+// microkernel (gemm_packed.cc), behind RunGemm (gemm.cc) for float products
+// with a transposed B, short (m <= 128) or shallow (k <= 128), whose packing
+// Eigen does slowly (the LM head x E^T took Eigen 3-4x TF's time), and for
+// batched ones with a narrow B (attention context).  A 14 x 32 tile of C
+// lives in 28 zmm accumulators; B is packed in 384 x 192 blocks (L2), A in
+// 14-row micro-panels (L1) or, for k <= 256 (attention scores, context), broadcast
+// from its rows in place; transposed operands go through in-register
+// 16 x 16 transposes.  While a row of tiles computes, the kernel prefetches
+// what the next one (or the task's next batch entry) reads first.  A
+// weight's B (gemm.h GemmArgs::packed_b32) can instead be packed once, all
+// of k (PackFp32B), and read by every task and call.
 #ifndef TF_DISC_RUNTIME_GEMM_PACKED_H_
 #define TF_DISC_RUNTIME_GEMM_PACKED_H_
 
