@@ -7,10 +7,11 @@
 // work is cut into independent blocks (batches, row and column panels) that
 // the caller's parallel-for runs on TF's intra-op pool, each block being a
 // single-threaded Eigen GEMM; large dense products instead run Eigen's
-// tensor contraction on the same pool.  Short float products (m <= 128) with
-// a transposed B run the packed AVX-512 kernel of gemm_packed.h instead, as
-// do products whose B is a weight in transposed layout, packed once
-// (GemmArgs::packed_b32).
+// tensor contraction on the same pool.  Float products with a transposed B
+// that are short (m <= 128) or shallow (k <= 128), batched ones with a narrow
+// row-major B (attention context), and products whose B is a weight in
+// transposed layout, packed once (GemmArgs::packed_b32), run the packed
+// AVX-512 kernel of gemm_packed.h instead (gemm.cc Packed()).
 // Skinny float products (m <= 128, row-major B) skip Eigen's per-call
 // packing of B: a register-tiled kernel (gemm_skinny.h) streams B, one task
 // per 32- or 64-column tile.  An epilogue (bias, activation, residual: a generated elementwise
