@@ -10,7 +10,7 @@ from ..errors import ShapeError
 from ..shapes.symbolic import dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub
 from .hostvals import const_ints
 from .rule import OpRule
-from .shape_ops import _assert_eq, _axis, _concat, _strides, _view
+from .shape_ops import _assert_eq, _concat, _strides, _view
 
 
 def _slab(b, x, axis: int, start: str, size: str, step: int = 1):
