@@ -216,6 +216,13 @@ std::string TooSmallReason(const GraphIndex& index,
 
 }  // namespace
 
+bool IsNonComputeOp(const std::string& op) {
+  static const auto* kOps = new std::unordered_set<std::string>{
+      "Placeholder", "PlaceholderWithDefault", "_Arg", "_Retval", "NoOp", "Const",
+      "DiscLaunch"};
+  return kOps->count(op) > 0;
+}
+
 std::unordered_set<std::string> LaunchNodes(const tensorflow::GraphDef& graph) {
   std::unordered_set<std::string> names;
   for (const tensorflow::NodeDef& n : graph.node()) {

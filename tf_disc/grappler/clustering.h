@@ -29,6 +29,11 @@ inline constexpr char kReasonFed[] = "fed";
 inline constexpr char kReasonLaunchOutput[] = "kept launch output";
 inline constexpr char kReasonShape[] = "undecidable shape";
 
+// Graph plumbing and data (placeholders, args, constants, NoOp, DiscLaunch),
+// not computation: left out of coverage and "ops left in TF" counts (the one
+// list; disc.explain reads it per node).
+bool IsNonComputeOp(const std::string& op);
+
 // Names of the graph's DiscLaunch nodes.
 std::unordered_set<std::string> LaunchNodes(const tensorflow::GraphDef& graph);
 

@@ -69,13 +69,11 @@ std::unordered_set<std::string> KeepNames(
   return keep;
 }
 
-// Records the compute ops of `graph` outside `clusters` (RecordOpsLeftInTf):
-// what a user (or the conformance hook) checks to see that an op really runs
-// compiled, not only some Identity next to it.
-void RecordLeftOps(const tensorflow::GraphDef& graph,
-                   const std::vector<std::vector<int>>& clusters) {
-  static const auto* kData = new std::unordered_set<std::string>{
-      "Placeholder", "PlaceholderWithDefault", "_Arg", "_Retval", "NoOp", "Const", "DiscLaunch"};
+// The compute ops of `graph` outside `clusters`, by op type: what a user (or
+// the conformance hook) checks to see that an op really runs compiled, not
+// only some Identity next to it.
+std::map<std::string, int64_t> LeftOps(const tensorflow::GraphDef& graph,
+                                       const std::vector<std::vector<int>>& clusters) {
   std::vector<char> clustered(graph.node_size(), 0);
   for (const auto& c : clusters) {
     for (int v : c) clustered[v] = 1;
@@ -84,13 +82,32 @@ void RecordLeftOps(const tensorflow::GraphDef& graph,
   std::map<std::string, int64_t> left;
   for (int i = 0; i < graph.node_size(); ++i) {
     const tensorflow::NodeDef& node = graph.node(i);
-    if (clustered[i] || kData->count(node.op()) || IsKeptLaunchOutput(node, launches)) continue;
+    if (clustered[i] || IsNonComputeOp(node.op()) || IsKeptLaunchOutput(node, launches)) continue;
     ++left[node.op()];
   }
-  RecordOpsLeftInTf(left);
+  return left;
 }
 
 }  // namespace
+
+bool DiscOptimizer::FirstSight(const std::string& item_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return items_.emplace(item_id, ItemRecord{}).second;
+}
+
+void DiscOptimizer::RecordLeftOps(const std::string& item_id,
+                                  const tensorflow::GraphDef& graph,
+                                  const std::vector<std::vector<int>>& clusters) {
+  std::map<std::string, int64_t> now = LeftOps(graph, clusters);
+  std::map<std::string, int64_t> delta = now;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<std::string, int64_t>& before = items_[item_id].left;
+    for (const auto& kv : before) delta[kv.first] -= kv.second;
+    before = std::move(now);
+  }
+  RecordOpsLeftInTf(delta);
+}
 
 absl::Status DiscOptimizer::Init(
     const tensorflow::RewriterConfig_CustomGraphOptimizer* config) {
@@ -118,7 +135,7 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   if (item.id.rfind(kClusterFunctionPrefix, 0) == 0) {
     return NothingToDo("own cluster function");
   }
-  RecordGraphSeen();
+  if (FirstSight(item.id)) RecordGraphSeen();
   const auto start = std::chrono::steady_clock::now();
   const int min_size =
       min_cluster_size_ > 0 ? min_cluster_size_ : options.min_cluster_size;
@@ -127,7 +144,7 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
     supported += table->HasOp(node.op()) || IsExpandableFusedOpType(node.op());
   }
   if (supported < min_size || supported == 0) {
-    RecordLeftOps(item.graph, {});
+    RecordLeftOps(item.id, item.graph, {});
     return NothingToDo("too few supported nodes");
   }
 
@@ -139,7 +156,7 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
     return NothingToDo("graph not analyzable");
   }
   if (analysis.clusters.empty()) {
-    RecordLeftOps(*analysis.graph, {});
+    RecordLeftOps(item.id, *analysis.graph, {});
     return NothingToDo("no cluster");
   }
   const std::vector<std::vector<int>>& clusters = analysis.clusters;
@@ -152,13 +169,13 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   s = RewriteClusters(in, &rewritten, &num_rewritten);
   if (!s.ok() || num_rewritten == 0) {
     if (!s.ok()) LOG(WARNING) << "DiscOptimizer: rewrite failed: " << s;
-    RecordLeftOps(*analysis.graph, {});
+    RecordLeftOps(item.id, *analysis.graph, {});
     return NothingToDo("no cluster rewritten");
   }
   int64_t nodes = 0;
   for (const auto& c : clusters) nodes += static_cast<int64_t>(c.size());
   RecordGraphRewritten(num_rewritten, nodes);
-  RecordLeftOps(*analysis.graph, clusters);
+  RecordLeftOps(item.id, *analysis.graph, clusters);
   VLOG(1) << "DiscOptimizer: " << item.id << ": " << num_rewritten
           << " cluster(s), " << nodes << " node(s) of " << item.graph.node_size()
           << " in "

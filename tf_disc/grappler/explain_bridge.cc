@@ -9,6 +9,7 @@
 
 #include "tensorflow/core/framework/graph.pb.h"
 #include "tf_disc/grappler/analysis.h"
+#include "tf_disc/grappler/clustering.h"
 #include "tf_disc/grappler/support_table.h"
 #include "tf_disc/ops/json.h"
 #include "tf_disc/ops/options.h"
@@ -64,6 +65,8 @@ std::string Explain(const char* graphdef, int64_t len, const char* options_json)
     json::AppendQuoted(n.op(), &out);
     out += ", \"device\": ";
     json::AppendQuoted(n.device(), &out);
+    out += ", \"compute\": ";
+    out += IsNonComputeOp(n.op()) ? "false" : "true";
     out += ", \"cluster\": " + std::to_string(cluster_of[i]) + ", \"reason\": ";
     json::AppendQuoted(a.reasons[i], &out);
     out += "}";

@@ -148,7 +148,12 @@ void RecordOpsLeftInTf(const std::map<std::string, int64_t>& ops) {
   if (ops.empty()) return;
   Registry& r = GetRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
-  for (const auto& kv : ops) r.ops_left[kv.first] += kv.second;
+  for (const auto& kv : ops) {
+    if (kv.second == 0) continue;
+    int64_t& n = r.ops_left[kv.first];
+    n += kv.second;
+    if (n <= 0) r.ops_left.erase(kv.first);
+  }
 }
 
 void RecordExecutableLoaded(int64_t delta) {

@@ -71,7 +71,9 @@ void RecordGraphSeen();
 void RecordGraphRewritten(int64_t clusters, int64_t nodes_clustered);
 // Compute ops (op type -> count) a graph the optimizer analysed left in TF:
 // not in any cluster, not data (Placeholder, Const, _Arg, ...), not a launch
-// or its kept outputs.  disc.stats()["optimizer"]["ops_left_in_tf"].
+// or its kept outputs.  disc.stats()["optimizer"]["ops_left_in_tf"].  Adds
+// `ops` as a delta (negative when a later pass over the same graph left
+// fewer); a count that reaches 0 is dropped.
 void RecordOpsLeftInTf(const std::map<std::string, int64_t>& ops);
 
 // Gauge of dlopen'ed executables still referenced (not zeroed by a reset).

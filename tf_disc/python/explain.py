@@ -13,22 +13,18 @@ import dataclasses
 import json
 from typing import Any, Optional
 
-# Graph plumbing and data, not computation: excluded from the coverage count.
-NON_COMPUTE_OPS = frozenset({"Placeholder", "PlaceholderWithDefault", "_Arg", "_Retval",
-                             "NoOp", "Const"})
-
-
 @dataclasses.dataclass
 class Explanation:
     """Per node: cluster index or the reason it stays in TF; coverage =
-    compute ops in clusters / compute ops (NON_COMPUTE_OPS left out)."""
+    compute ops in clusters / compute ops (a node's "compute" flag is the op
+    library's IsNonComputeOp: placeholders, args, constants, NoOp are not)."""
     nodes: list[dict]
     clusters: list[list[str]]
     min_cluster_size: int
 
     @property
     def not_clustered(self) -> list[dict]:
-        return [n for n in self.nodes if n["cluster"] < 0 and n["op"] not in NON_COMPUTE_OPS]
+        return [n for n in self.nodes if n["cluster"] < 0 and n["compute"]]
 
     @property
     def reasons(self) -> dict[str, list[str]]:
@@ -40,18 +36,18 @@ class Explanation:
 
     @property
     def compute_ops(self) -> int:
-        return sum(1 for n in self.nodes if n["op"] not in NON_COMPUTE_OPS)
+        return sum(1 for n in self.nodes if n["compute"])
 
     def cluster_coverage(self) -> list[float]:
         by_name = {n["name"]: n for n in self.nodes}
         total = max(self.compute_ops, 1)
-        return [sum(1 for m in c if by_name[m]["op"] not in NON_COMPUTE_OPS) / total
+        return [sum(1 for m in c if by_name[m]["compute"]) / total
                 for c in self.clusters]
 
     @property
     def coverage(self) -> float:
         clustered = sum(1 for n in self.nodes
-                        if n["cluster"] >= 0 and n["op"] not in NON_COMPUTE_OPS)
+                        if n["cluster"] >= 0 and n["compute"])
         return clustered / self.compute_ops if self.compute_ops else 1.0
 
     def to_dict(self) -> dict:
