@@ -135,9 +135,10 @@ class DiscLaunchOp : public AsyncOpKernel {
     Options options = GetOptions();
     LookupParams params{&function_, &key, stats_, options.async_compile,
                         options.compile_timeout_s};
-    auto make_request = [this, ctx, &key, fast_math](std::string* request,
-                                                     std::string* fdef) {
-      return BuildRequest(ctx, key, fast_math, request, fdef);
+    const bool background = options.async_compile;
+    auto make_request = [this, ctx, &key, fast_math, background](std::string* request,
+                                                                 std::string* fdef) {
+      return BuildRequest(ctx, key, fast_math, background, request, fdef);
     };
     // A waiting caller resumes on the compile/timeout thread (Compute is
     // blocked meanwhile): a pool could be fully blocked in such waits.
@@ -281,7 +282,7 @@ class DiscLaunchOp : public AsyncOpKernel {
   }
 
   absl::Status BuildRequest(OpKernelContext* ctx, const std::string& key, bool fast_math,
-                            std::string* request, std::string* fdef) const {
+                            bool background, std::string* request, std::string* fdef) const {
     // Prefer the body as clustered over the library's Grappler-optimized one.
     if (!LookupClusterFunction(function_, fdef)) {
       auto* lib = ctx->function_library();
@@ -315,7 +316,8 @@ class DiscLaunchOp : public AsyncOpKernel {
       }
       r += "}";
     }
-    r += fast_math ? "], \"fast_math\": \"bf16\"}" : "], \"fast_math\": \"\"}";
+    r += fast_math ? "], \"fast_math\": \"bf16\"" : "], \"fast_math\": \"\"";
+    r += background ? ", \"background\": true}" : ", \"background\": false}";
     return absl::OkStatus();
   }
 
