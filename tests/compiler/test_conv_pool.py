@@ -136,6 +136,24 @@ def test_conv2d_direct_block_major_runs(disc, strides, dil):
         _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases)
 
 
+@pytest.mark.parametrize("k,cin,cout,strides", [((3, 3), 150, 100, 1), ((1, 1), 700, 64, 2),
+                                               ((3, 3), 75, 128, 1), ((3, 3), 130, 200, 2)])
+def test_conv2d_direct_long_filter_passes(disc, k, cin, cout, strides):
+    """Filter rows over 640 per block where a block's rows are at most 128
+    channels apart (runtime/conv_direct.cc kLongChunk): several long passes
+    of unequal split (1350 rows in 3, 700 in 2, 675 in 2), a partial
+    block, and at 200 channels the 128-row passes again, each with the
+    bias + Relu epilogue on the last pass only."""
+    def fn(x, f, b):
+        y = tf.nn.conv2d(x, f, strides, "SAME")
+        return tf.nn.relu(tf.nn.bias_add(y, b))
+    images = [(2, 9, 11), (1, 5, 7), (3, 4, 4)]
+    cases = [[x, f, _rand((cout,), 40 + i)]
+             for i, (x, f) in enumerate(_conv_cases(images, *k, cin, cout))]
+    with disc.runtime_switches(DISC_CONV_DIRECT="1"):
+        _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases, rtol=2e-4)
+
+
 @pytest.mark.parametrize("padding,strides", [("SAME", 1), ("SAME", 2),
                                              ([[0, 0], [2, 0], [1, 3], [0, 0]], 1)])
 @pytest.mark.parametrize("cin,cout", [(64, 20), (512, 128)])
