@@ -35,6 +35,13 @@ def _stitches(func):
     return [op for op in func.ops if op.name == "stitch"]
 
 
+def _stitch_source(ir: str) -> str:
+    """C++ of the one stitch the pass makes of ir."""
+    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    (st,) = _stitches(verify(stitch(parse_func(ir))))
+    return build_stitch(st, {}, 0).source
+
+
 def test_softmax_ir_becomes_one_stitch_with_both_outputs():
     func = verify(stitch(parse_func(SOFTMAX_IR)))
     (st,) = _stitches(func)
@@ -413,12 +420,13 @@ _SCALED_SOFTMAX_IR = """func @f(%arg0: f32[s0,s1], %arg1: f32[s0,s1]) {
 
 def test_row_max_combines_in_the_loop_that_stores_its_input():
     # the max of x * y: the blocks of the loop storing x * y feed the max
-    # lanes (no second pass over the row); the sum of exp stays a pass
-    from blade_disc_tf.compiler.codegen.stitch import build_stitch
-    (st,) = _stitches(verify(stitch(parse_func(_SCALED_SOFTMAX_IR))))
-    src = build_stitch(st, {}, 0).source
+    # lanes (no second pass over the row), and a last half block of 16
+    # too; the scalar tail keeps its max in a local; the sum of exp stays a pass
+    src = _stitch_source(_SCALED_SOFTMAX_IR)
     assert src.count("for (int u = 0; u < 32; ++u)") == 1
-    assert src.count("std::memcpy(&x, s0 + j0") == 2
+    assert src.count("for (int u = 0; u < 16; ++u)") == 1
+    assert src.count("std::memcpy(&x, s0 + j0") == 3
+    assert "m = s0[j] > m ? s0[j] : m;" in src
     assert "a_v5_s" in src   # the float sum: its own blocked pass
 
 
@@ -455,3 +463,67 @@ def test_row_reductions_fold_lanes_by_shuffles():
     assert "for (int u = 1;" not in src
     folds = [ln for ln in src.splitlines() if "const auto q = __builtin_shufflevector" in ln]
     assert len(folds) == 4 + 3, folds
+
+
+# _SCALED_SOFTMAX_IR with arg0 + arg1, arg1's last dim broadcast (1 or s1)
+_BROADCAST_MASK_SOFTMAX_IR = _SCALED_SOFTMAX_IR.replace(
+    "%arg1: f32[s0,s1]) {\n  %v0 = multiply(%arg0, %arg1)",
+    "%arg1: f32[s0,s2]) {\n"
+    '  %v9 = broadcast_in_dim(%arg1) {"broadcast_dimensions": [0,1]} : f32[s0,s1]\n'
+    "  %v0 = add(%arg0, %v9)")
+
+
+def test_row_max_combines_in_the_stride_1_copy_of_a_versioned_loop():
+    # arg1's last dim may broadcast (runtime stride sj0): the stride-1 copy
+    # of the loop storing arg0 + arg1 feeds the max lanes in its blocks; the
+    # strided copy reduces in a pass of its own; neither copy is versioned again
+    src = _stitch_source(_BROADCAST_MASK_SOFTMAX_IR)
+    assert src.count("if (c.sj0 == 1)") == 1
+    assert src.count("for (int u = 0; u < 32; ++u)") == 1
+    assert src.count("c.p0[b0 + j * c.sj0]") == 1      # the strided copy only
+    unit, strided = src.split("if (c.sj0 == 1)")[1].split("} else {", 1)
+    assert "std::memcpy(&x, s0 + j0" in unit and "std::memcpy(&x, s0 + j0" not in strided
+
+
+def test_row_index_advances_without_division_and_scratch_is_line_aligned():
+    src = _stitch_source(_BROADCAST_MASK_SOFTMAX_IR)
+    loop = src.split("for (int64_t r = begin; r < end; ++r) {", 1)[1]
+    assert "%" not in loop and "/=" not in loop
+    assert "std::aligned_alloc(64," in src and "std::malloc" not in src
+
+
+def test_masked_softmax_mask_broadcast_along_rows(compiler):
+    # the mask's last dim 1 (stride 0: the strided loop and its max pass)
+    # or S (stride 1: the fused max), rows of length 1, odd, empty, and
+    # rows split over parallel chunks mid-head (odometer restarts)
+    spec = [tf.TensorSpec([None] * 4, F), tf.TensorSpec([None, 1, 1, None], F)]
+    for b, h, s, ms in [(2, 3, 5, 1), (2, 3, 5, 5), (1, 12, 67, 1), (2, 12, 130, 130),
+                        (3, 5, 131, 1), (3, 1, 1, 1), (2, 0, 4, 4), (2, 2, 33, 1)]:
+        mask = (rng.random((b, 1, 1, ms)) > 0.3).astype(np.float32)
+        check(compiler, masked_softmax, spec, [_x((b, h, s, s)), mask])
+
+
+def test_masked_softmax_nan_and_inf_rows_as_tf(compiler):
+    spec = [tf.TensorSpec([None] * 4, F), tf.TensorSpec([None, 1, 1, None], F)]
+    exe, out_dt = compiler.executable(masked_softmax, spec)
+    for ms in (1, 37):
+        x = _x((2, 3, 37, 37))
+        x[0, 1, 2, 5] = np.nan
+        x[1, 2, 3, :] = -np.inf
+        x[1, 0, 4, 7] = np.inf
+        x[0, 0, 0, :] = np.nan
+        mask = (rng.random((2, 1, 1, ms)) > 0.3).astype(np.float32)
+        got = exe([x, mask], out_dt)[0]
+        want = masked_softmax(tf.constant(x), tf.constant(mask)).numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
+def test_masked_softmax_every_block_remainder(compiler, dtype):
+    # rows of 32-blocks, a half block of 16 and a scalar tail, in every mix
+    spec = [tf.TensorSpec([None] * 4, dtype), tf.TensorSpec([None, 1, 1, None], dtype)]
+    nt = dtype.as_numpy_dtype
+    for s in (15, 16, 17, 31, 47, 48, 63, 80, 95):
+        mask = (rng.random((2, 1, 1, s)) > 0.3).astype(nt)
+        check(compiler, masked_softmax, spec, [_x((2, 3, s, s)).astype(nt), mask])

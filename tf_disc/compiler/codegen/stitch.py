@@ -199,8 +199,10 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
             if r in outputs:
                 loop.append(f"c.o{outputs[r]}[row + j] = {em.expr[r]};")
         fused = [o for o in region.ops if o.name == "reduce"
-                 and _fusable_reduce(o, em, scratch, ph) and loop and not _versioned(info, loop)]
-        if fused:
+                 and _fusable_reduce(o, em, scratch, ph) and loop]
+        if fused and _versioned(info, loop):
+            body += _versioned_with_reductions(info, loop, fused, em, scratch)
+        elif fused:
             body += _loop_with_reductions(loop, fused, em, scratch)
         elif loop:
             body += _row_loop(info, loop)
@@ -222,18 +224,28 @@ def _row_loop(info: StitchInfo, loop: list[str]) -> list[str]:
     taken unless this call really broadcasts them (stride 0); only the loops
     reading such loads are versioned, not the whole row body with its
     reductions (half of a masked softmax kernel's compile)."""
-    strided = ["#pragma GCC ivdep", "for (int64_t j = 0; j < R; ++j) {",
-               *["  " + x for x in loop], "}"]
-    runtime = [k for k, ld in enumerate(info.loads)
-               if ld.inner == "runtime" and any(f" + j * c.sj{k}]" in x for x in loop)]
-    if not runtime:
+    strided = _plain_loop(loop)
+    unit, fast = _unit_stride(info, strided)
+    if not unit:
         return strided
-    fast = strided
-    for k in runtime:
-        fast = [x.replace(f" + j * c.sj{k}]", " + j]") for x in fast]
-    unit = " && ".join(f"c.sj{k} == 1" for k in runtime)
     return [f"if ({unit}) {{", *["  " + x for x in fast], "} else {",
             *["  " + x for x in strided], "}"]
+
+
+def _plain_loop(loop: list[str]) -> list[str]:
+    """loop's statements in one loop over the row, strides as written."""
+    return ["#pragma GCC ivdep", "for (int64_t j = 0; j < R; ++j) {", *["  " + x for x in loop], "}"]
+
+
+def _unit_stride(info: StitchInfo, lines: list[str]) -> tuple[str, list[str]]:
+    """(condition, lines with stride 1): the test that every runtime-strided
+    load read in lines has stride 1 this call, and lines reading them so;
+    ("", lines) when lines read none."""
+    runtime = [k for k, ld in enumerate(info.loads)
+               if ld.inner == "runtime" and any(f" + j * c.sj{k}]" in x for x in lines)]
+    for k in runtime:
+        lines = [x.replace(f" + j * c.sj{k}]", " + j]") for x in lines]
+    return " && ".join(f"c.sj{k} == 1" for k in runtime), lines
 
 
 def _versioned(info: StitchInfo, loop: list[str]) -> bool:
@@ -249,8 +261,10 @@ def _fusable_reduce(o: Op, em: _Emitter, scratch: list[Value], ph: int) -> bool:
             and x in scratch and em.phase[x] == ph and x in em.region_vals)
 
 
-# Elements per block of _loop_with_reductions: two vector registers.
+# Elements per block of _loop_with_reductions: two vector registers; then
+# at most one block of one register.
 FUSED_BLOCK = 32
+HALF_BLOCK = 16
 
 
 def _loop_with_reductions(loop: list[str], reds: list[Op], em: _Emitter,
@@ -258,8 +272,11 @@ def _loop_with_reductions(loop: list[str], reds: list[Op], em: _Emitter,
     """The row loop in blocks of FUSED_BLOCK elements, each block's values of
     reds' inputs read back from scratch (still in registers or L1) into two
     accumulator vectors: no second pass over the row for the reduction
-    (5% of a softmax kernel).  Then the lane fold and the tail, as _row_reduce."""
-    decls, head, steps, tails = [], [], [], []
+    (5% of a softmax kernel).  A last half block of 16 combines the same
+    way, then the lane fold and a scalar tail of at most 15 elements on a
+    local accumulator (one in memory, or 16 scalar maxes, made the tails of
+    rows of 48 or 112 elements a third of an attention softmax row)."""
+    decls, head, steps, half, tails = [], [], [], [], []
     for o in reds:
         x, r, t = o.operands[0], o.result, o.operands[0].dtype.ctype
         lanes, src, a = 64 // (4 if t == "float" else 8), f"s{scratch.index(x)}", f"a_{r.name}"
@@ -271,21 +288,42 @@ def _loop_with_reductions(loop: list[str], reds: list[Op], em: _Emitter,
         steps += [f"{{ {vt} x; std::memcpy(&x, {src} + j0 + {k * lanes}, sizeof x); "
                   f"{_lane_combine('max_ignore_nan', f'{a}{k % 2}', 'x')} }}"
                   for k in range(FUSED_BLOCK // lanes)]
+        half += steps[-(FUSED_BLOCK // lanes):][:HALF_BLOCK // lanes]
         tails += [_lane_combine("max_ignore_nan", f"{a}0", f"{a}1"),
                   *_tree_fold("max_ignore_nan", f"{a}0", lanes),
-                  f"{r.name} = {a}0[0];",
-                  f"for (int64_t j = j0; j < R; ++j) {{ "
-                  f"{_lane_combine('max_ignore_nan', r.name, f'{src}[j]')} }}"]
+                  f"{{ {t} m = {a}0[0];",
+                  f"  for (int64_t j = j0; j < R; ++j) {{ "
+                  f"{_lane_combine('max_ignore_nan', 'm', f'{src}[j]')} }}",
+                  f"  {r.name} = m; }}"]
+
+    def block(n: int, step_lines: list[str]) -> list[str]:
+        return ["  #pragma GCC ivdep", f"  for (int u = 0; u < {n}; ++u) {{",
+                "    const int64_t j = j0 + u;", *["    " + x for x in loop], "  }",
+                *["  " + ln for ln in step_lines]]
     return [*decls, "{", "int64_t j0 = 0;", *head,
             f"for (; j0 + {FUSED_BLOCK} <= R; j0 += {FUSED_BLOCK}) {{",
-            "  #pragma GCC ivdep",
-            f"  for (int u = 0; u < {FUSED_BLOCK}; ++u) {{",
-            "    const int64_t j = j0 + u;",
-            *["    " + x for x in loop], "  }",
-            *["  " + ln for ln in steps], "}",
+            *block(FUSED_BLOCK, steps), "}",
+            f"if (j0 + {HALF_BLOCK} <= R) {{", *block(HALF_BLOCK, half), f"  j0 += {HALF_BLOCK};", "}",
             "#pragma GCC ivdep",
             "for (int64_t j = j0; j < R; ++j) {", *["  " + x for x in loop], "}",
             *tails, "}"]
+
+
+def _versioned_with_reductions(info: StitchInfo, loop: list[str], reds: list[Op],
+                               em: _Emitter, scratch: list[Value]) -> list[str]:
+    """A versioned loop (_row_loop) whose stores feed fusable reductions:
+    the stride-1 copy combines them in its blocks (_loop_with_reductions),
+    the strided one reduces in a second pass.  The attention softmax's
+    scores load has a runtime stride (its last dim may broadcast), and its
+    separate max pass was 12% of the kernel (B=4, S=16..256)."""
+    unit, fast = _unit_stride(info, loop)
+    fused = _loop_with_reductions(fast, reds, em, scratch)
+    decls, fused = fused[:len(reds)], fused[len(reds):]   # "float v5;" per reduction
+    strided = _plain_loop(loop)
+    for o in reds:
+        strided += _row_reduce(o, em, scratch, declare=False)
+    return [*decls, f"if ({unit}) {{", *["  " + x for x in fused], "} else {",
+            *["  " + x for x in strided], "}"]
 
 
 def _minus_row_max(v: Value, producer: dict[Value, Op]) -> bool:
@@ -354,9 +392,10 @@ def _lane_combine(kind: str, acc: str, v: str) -> str:
 _VECTOR_KINDS = ("sum", "prod", "max_ignore_nan")
 
 
-def _row_reduce(o: Op, em: _Emitter, scratch: list[Value]) -> list[str]:
+def _row_reduce(o: Op, em: _Emitter, scratch: list[Value], declare: bool = True) -> list[str]:
     """Reduction of one row into the per-row value o.result: independent
-    accumulators (one vector register of lanes), combined at the end."""
+    accumulators (one vector register of lanes), combined at the end.
+    declare=False assigns a result declared by the caller."""
     x, r = o.operands[0], o.result
     kind, t = o.attrs["kind"], x.dtype.ctype
     at = "double" if (t == "float" and kind in ("sum", "prod")) else t
@@ -365,7 +404,7 @@ def _row_reduce(o: Op, em: _Emitter, scratch: list[Value]) -> list[str]:
     em.expr[r] = r.name
     a = f"a_{r.name}"
     if t == "float" and kind == "sum":
-        return _blocked_float_sum(a, src, r.name, r.dtype.ctype)
+        return _blocked_float_sum(a, src, r.name, r.dtype.ctype, declare)
     if at in ("float", "double") and kind in _VECTOR_KINDS:
         main = _vector_lanes(kind, t, at, lanes, a, src)   # lanes folded into a[0]
         fold = []
@@ -383,7 +422,12 @@ def _row_reduce(o: Op, em: _Emitter, scratch: list[Value]) -> list[str]:
             f"  for (; j < R; ++j) {{ {_lane_combine(kind, f'{a}[0]', f'{at}({src}[j])')} }}",
             *fold,
             "}",
-            f"const {r.dtype.ctype} {r.name} = {r.dtype.ctype}({a}[0]);"]
+            f"{_declared(r.dtype.ctype, declare)}{r.name} = {r.dtype.ctype}({a}[0]);"]
+
+
+def _declared(t: str, declare: bool) -> str:
+    """The start of a reduction's result statement: a declaration or not."""
+    return f"const {t} " if declare else ""
 
 
 # Elements per float block of _blocked_float_sum: each of its 64 float lanes
@@ -391,7 +435,7 @@ def _row_reduce(o: Op, em: _Emitter, scratch: list[Value]) -> list[str]:
 SUM_BLOCK = 1024
 
 
-def _blocked_float_sum(a: str, src: str, name: str, rt: str) -> list[str]:
+def _blocked_float_sum(a: str, src: str, name: str, rt: str, declare: bool = True) -> list[str]:
     """A float row sum as 64 float lanes (four 16-float registers) per block
     of SUM_BLOCK elements, each block folded into 8 double lanes: one vaddps
     per 16 elements instead of two vcvtps2pd + two vaddpd (12% of the
@@ -425,7 +469,7 @@ def _blocked_float_sum(a: str, src: str, name: str, rt: str) -> list[str]:
             f"{a}_s += {a}_t[0];",
             f"for (; j < R; ++j) {a}_s += double({src}[j]);",
             "}",
-            f"const {rt} {name} = {rt}({a}_s);"]
+            f"{_declared(rt, declare)}{name} = {rt}({a}_s);"]
 
 
 def _vector_lanes(kind: str, t: str, at: str, lanes: int, a: str, src: str) -> list[str]:
@@ -501,6 +545,34 @@ def emit_stitch_launch(op: Op, info: StitchInfo, dn, ptr: dict[Value, str]) -> l
     return out
 
 
+def _load_index(n: int, nl: int) -> list[str]:
+    """The outer index of row `begin` and each load's offset b<k> there:
+    divisions once per chunk, not per row (three 64-bit divisions per row
+    were 5-16% of the attention softmax kernel at S <= 128)."""
+    lines = [f"  int64_t idx[{max(n - 1, 1)}];",
+             "  {",
+             "    int64_t rem = begin;",
+             f"    for (int d = {n - 2}; d >= 0; --d) {{ idx[d] = rem % c.dims[d]; rem /= c.dims[d]; }}",
+             "  }"]
+    for k in range(nl):
+        lines.append(f"  int64_t b{k} = 0;")
+        if n > 1:
+            lines.append(f"  for (int d = 0; d < {n - 1}; ++d) b{k} += idx[d] * c.st{k}[d];")
+    return lines
+
+
+def _next_load_index(n: int, nl: int) -> list[str]:
+    """Advance idx and the load offsets from row r - 1 to row r (odometer)."""
+    bs = range(nl)
+    return ["    if (r != begin) {",
+            f"      for (int d = {n - 2}; d >= 0; --d) {{",
+            "        ++idx[d];" + "".join(f" b{k} += c.st{k}[d];" for k in bs),
+            "        if (idx[d] < c.dims[d]) break;",
+            "        idx[d] = 0;" + "".join(f" b{k} -= c.st{k}[d] * c.dims[d];" for k in bs),
+            "      }",
+            "    }"]
+
+
 def _render(info: StitchInfo, scratch: list[Value], body: list[str]) -> str:
     n = len(info.row_shape)
     nl = len(info.loads)
@@ -516,26 +588,23 @@ def _render(info: StitchInfo, scratch: list[Value], body: list[str]) -> str:
              "  int32_t err = 0;",
              f"  const int64_t R = c.dims[{n - 1}];"]
     if scratch:
-        sizes = " + ".join(f"sizeof({v.dtype.ctype})" for v in scratch)
-        lines += [f"  char* mem = static_cast<char*>(std::malloc(size_t(R > 0 ? R : 1) * ({sizes}) + 64));",
+        # each scratch row starts on a cache line: 16-byte aligned rows
+        # (malloc's) split the vector loads, 1.6% of the attention softmax
+        sizes = " + ".join(f"sc_bytes(sizeof({v.dtype.ctype}))" for v in scratch)
+        lines += ["  const auto sc_bytes = [R](size_t size) { return (size_t(R > 0 ? R : 1) * size + 63) / 64 * 64; };",
+                  f"  char* mem = static_cast<char*>(std::aligned_alloc(64, {sizes}));",
                   f"  if (!mem) {{ __atomic_store_n(&c.err, {OOM_ERROR}, __ATOMIC_RELAXED); return; }}",
                   "  char* at = mem;"]
         for k, v in enumerate(scratch):
             t = v.dtype.ctype
             lines += [f"  {t}* __restrict__ s{k} = reinterpret_cast<{t}*>(at);",
-                      f"  at += size_t(R > 0 ? R : 1) * sizeof({t});"]
+                      f"  at += sc_bytes(sizeof({t}));"]
+    if nl:
+        lines += _load_index(n, nl)
     lines += ["  for (int64_t r = begin; r < end; ++r) {",
               "    const int64_t row = r * R;"]
-    if nl:
-        lines += [f"    int64_t idx[{max(n - 1, 1)}];",
-                  "    {",
-                  "      int64_t rem = r;",
-                  f"      for (int d = {n - 2}; d >= 0; --d) {{ idx[d] = rem % c.dims[d]; rem /= c.dims[d]; }}",
-                  "    }"]
-        for k in range(nl):
-            lines.append(f"    int64_t b{k} = 0;")
-            if n > 1:
-                lines.append(f"    for (int d = 0; d < {n - 1}; ++d) b{k} += idx[d] * c.st{k}[d];")
+    if nl and n > 1:
+        lines += _next_load_index(n, nl)
     lines += ["    (void)row;", *["    " + s for s in body], "  }"]
     if scratch:
         lines.append("  std::free(mem);")
