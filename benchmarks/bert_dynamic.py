@@ -187,6 +187,19 @@ def eigen_gemm(fn: Callable, skinny: str = "0") -> Callable:
     return call
 
 
+def no_multi_gemm(fn: Callable) -> Callable:
+    """Ours with merged GEMMs (passes/merge_gemm.py: Q, K, V in one
+    rt->gemm_multi) run one product at a time (DISC_GEMM_MULTI=0): the
+    before/after of the merge in one run."""
+    import blade_disc_tf as disc
+
+    def call(*args):
+        with disc.runtime_switches(DISC_GEMM_MULTI="0"):
+            out = fn(*args)
+            return out.numpy() if hasattr(out, "numpy") else out
+    return call
+
+
 def build_modes(config: Config, weights, names: str) -> List[Mode]:
     def model(ids, mask):
         return transformer(ids, mask, weights, config)
@@ -207,6 +220,7 @@ def build_modes(config: Config, weights, names: str) -> List[Mode]:
         Mode("ours_async", fresh(model), ours=True, async_compile=True),
         Mode("ours_eigen_gemm", lambda: eigen_gemm(fresh(model)()), ours=True),
         Mode("ours_wide_tile", lambda: eigen_gemm(fresh(model)(), "w"), ours=True),
+        Mode("ours_no_multi", lambda: no_multi_gemm(fresh(model)()), ours=True),
         Mode("gemm_floor(ours)", lambda: tf.function(floor, input_signature=floor_spec),
              ours=True, floor=True),
     ]
