@@ -128,6 +128,11 @@ bool Packed(const GemmArgs& g) {
   return g.batch > 1 && g.n <= 128 && g.k <= 256;
 }
 
+// Cycles of one column tile (~8 flops per cycle).
+int64_t SkinnyTaskCost(const GemmArgs& g) {
+  return static_cast<int64_t>(2.0 * g.m * g.k * SkinnyTileCols(g) / 8) + 1;
+}
+
 // One task per (part, batch entry, column tile), all parts' tasks in one
 // parallel region (parts: RunGemmMulti's, all of one m and k); the columns
 // past the last full tile (n % SkinnyTileCols(g)) go to Eigen in one more
@@ -161,12 +166,21 @@ void RunSkinny(const GemmArgs* parts, int num_parts, int num_threads,
   };
   const int64_t tasks = first[num_parts];
   if (num_threads <= 1) return run(0, tasks);
-  const GemmArgs& g = parts[0];
-  parallel_for(tasks, static_cast<int64_t>(2.0 * g.m * g.k * SkinnyTileCols(g) / 8) + 1, run);
+  parallel_for(tasks, SkinnyTaskCost(parts[0]), run);
 }
 
 // Small problems: one thread hop costs more than the work.
 constexpr double kOneThreadFlops = 4e5;
+
+// Threads RunSkinny(&g, 1, num_threads, pool) runs g on: its own cutoff,
+// then that of Eigen's parallelFor (TF's ParallelFor), which runs inline
+// when its cost model gives one thread.
+int SkinnyThreads(const GemmArgs& g, int num_threads) {
+  if (num_threads <= 1 || 2.0 * g.batch * g.m * g.n * g.k < kOneThreadFlops) return 1;
+  const int64_t tasks = g.batch * (g.n / SkinnyTileCols(g) + (g.n % SkinnyTileCols(g) ? 1 : 0));
+  return Eigen::TensorCostModel<Eigen::ThreadPoolDevice>::numThreads(
+      static_cast<double>(tasks), Eigen::TensorOpCost(0, 0, SkinnyTaskCost(g)), num_threads);
+}
 
 template <typename T>
 void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
@@ -342,9 +356,14 @@ bool RunGemmMulti(const GemmArgs* parts, int num_parts, int num_threads, void* e
     }
     return true;
   }
-  double flops = 0;
-  for (int p = 0; p < num_parts; ++p) flops += 2.0 * parts[p].m * parts[p].n * parts[p].k;
-  RunSkinny(parts, num_parts, flops < kOneThreadFlops ? 1 : num_threads, parallel_for);
+  // Threads as one part alone would get: where each part would run inline
+  // (Eigen's cost model behind TF's ParallelFor picks one thread: m = 1 at
+  // hidden 768), the merged region does too.  Its 3x cost would buy a second
+  // thread, which on the shared 2-core machine cost 1.5x the time (QKV
+  // T = 1, benchmarks/qkv_merge.py: the hop waits for a busy core).
+  bool threaded = false;
+  for (int p = 0; p < num_parts; ++p) threaded |= SkinnyThreads(parts[p], num_threads) > 1;
+  RunSkinny(parts, num_parts, threaded ? num_threads : 1, parallel_for);
   return true;
 }
 
