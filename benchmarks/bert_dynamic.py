@@ -322,14 +322,18 @@ def main() -> None:
                         help="comma list of tf,tf1_session,xla,onnxruntime,ours,ours_async,"
                              "ours_eigen_gemm,ours_wide_tile,gemm_floor")
     parser.add_argument("--quick", action="store_true", help="tiny model and workloads (smoke run)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="steady times in process CPU time (all threads) instead of wall time")
     args = parser.parse_args()
+    if args.cpu:
+        modes.STEADY_CLOCK = time.process_time
     config = (Config(hidden=64, heads=4, ffn=256, layers=1, vocab=1000) if args.quick
               else Config(layers=args.layers))
     repeats = 1 if args.quick else args.repeats
     weights = make_weights(config)
     print(f"model: hidden {config.hidden}, heads {config.heads}, ffn {config.ffn}, "
           f"layers {config.layers}; {os.cpu_count()} CPUs; steady = sum of per-request medians of {repeats} "
-          "interleaved call(s)")
+          "interleaved call(s)" + (" (process CPU time)" if args.cpu else ""))
     print("peak_rss_MB: VmHWM over each mode's cold pass, " + (
         "reset before each mode" if modes.reset_peak_rss()
         else "CUMULATIVE (this kernel refuses clear_refs)") +
