@@ -187,6 +187,19 @@ def eigen_gemm(fn: Callable, skinny: str = "0") -> Callable:
     return call
 
 
+def no_multi_gemm(fn: Callable) -> Callable:
+    """Ours with merged GEMMs (passes/merge_gemm.py: Q, K, V in one
+    rt->gemm_multi) run one product at a time (DISC_GEMM_MULTI=0): the
+    before/after of the merge in one run."""
+    import blade_disc_tf as disc
+
+    def call(*args):
+        with disc.runtime_switches(DISC_GEMM_MULTI="0"):
+            out = fn(*args)
+            return out.numpy() if hasattr(out, "numpy") else out
+    return call
+
+
 def build_modes(config: Config, weights, names: str) -> List[Mode]:
     def model(ids, mask):
         return transformer(ids, mask, weights, config)
@@ -207,6 +220,7 @@ def build_modes(config: Config, weights, names: str) -> List[Mode]:
         Mode("ours_async", fresh(model), ours=True, async_compile=True),
         Mode("ours_eigen_gemm", lambda: eigen_gemm(fresh(model)()), ours=True),
         Mode("ours_wide_tile", lambda: eigen_gemm(fresh(model)(), "w"), ours=True),
+        Mode("ours_no_multi", lambda: no_multi_gemm(fresh(model)()), ours=True),
         Mode("gemm_floor(ours)", lambda: tf.function(floor, input_signature=floor_spec),
              ours=True, floor=True),
     ]
@@ -308,14 +322,18 @@ def main() -> None:
                         help="comma list of tf,tf1_session,xla,onnxruntime,ours,ours_async,"
                              "ours_eigen_gemm,ours_wide_tile,gemm_floor")
     parser.add_argument("--quick", action="store_true", help="tiny model and workloads (smoke run)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="steady times in process CPU time (all threads) instead of wall time")
     args = parser.parse_args()
+    if args.cpu:
+        modes.STEADY_CLOCK = time.process_time
     config = (Config(hidden=64, heads=4, ffn=256, layers=1, vocab=1000) if args.quick
               else Config(layers=args.layers))
     repeats = 1 if args.quick else args.repeats
     weights = make_weights(config)
     print(f"model: hidden {config.hidden}, heads {config.heads}, ffn {config.ffn}, "
           f"layers {config.layers}; {os.cpu_count()} CPUs; steady = sum of per-request medians of {repeats} "
-          "interleaved call(s)")
+          "interleaved call(s)" + (" (process CPU time)" if args.cpu else ""))
     print("peak_rss_MB: VmHWM over each mode's cold pass, " + (
         "reset before each mode" if modes.reset_peak_rss()
         else "CUMULATIVE (this kernel refuses clear_refs)") +

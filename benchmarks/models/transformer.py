@@ -144,7 +144,9 @@ def next_token_logits(ids: tf.Tensor, w: Weights, config: Config) -> tf.Tensor:
 def gemm_floor(x: tf.Tensor, w: Weights, config: Config) -> tf.Tensor:
     """The encoder's GEMMs alone on hidden states x [B, S, H] (projections,
     FFN, attention scores and context, with the head transposes) and nothing
-    else: the compute floor a fused model cannot beat."""
+    else: the compute floor a fused model cannot beat.  Through our compiler
+    Q, K and V (one x2d) run as one merged call (passes/merge_gemm.py), as
+    they do in the model."""
     batch, seq = tf.shape(x)[0], tf.shape(x)[1]
     x2d = tf.reshape(x, [batch * seq, config.hidden])
     for i in range(config.layers):

@@ -40,6 +40,18 @@ GemmEpilogue = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
                                 ctypes.c_int32, _I64, _I64, _I64, _I64, ctypes.c_void_p, _I64,
                                 _I64, ctypes.c_void_p, _I64, _I64, ctypes.c_void_p, _I64, _I64,
                                 ctypes.c_void_p, ctypes.c_void_p, _I64)
+# Version 9 `gemm_multi` (parts: DiscGemmPart).
+
+
+class DiscGemmPart(ctypes.Structure):
+    _fields_ = [("b", ctypes.c_void_p), ("ldb", _I64), ("n", _I64), ("c", ctypes.c_void_p),
+                ("ldc", _I64), ("epilogue", ctypes.c_void_p), ("closure", ctypes.c_void_p),
+                ("c_offset", _I64)]
+
+
+GemmMulti = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                             ctypes.c_int32, _I64, _I64, ctypes.c_void_p, _I64, ctypes.c_int32,
+                             ctypes.POINTER(DiscGemmPart))
 ABI_VERSION = abi_version()  # runtime/disc_abi.h's, not a copy that goes stale
 
 
@@ -47,7 +59,8 @@ class DiscRuntime(ctypes.Structure):
     _fields_ = [("ctx", ctypes.c_void_p), ("alloc_output", AllocOutput),
                 ("alloc_temp", AllocTemp), ("free_temp", FreeTemp),
                 ("parallel_for", ParallelFor), ("set_error", SetError),
-                ("gemm", Gemm), ("window", Window), ("gemm_epilogue", GemmEpilogue)]
+                ("gemm", Gemm), ("window", Window), ("gemm_epilogue", GemmEpilogue),
+                ("gemm_multi", GemmMulti)]
 
 
 _GEMM_DTYPES = {1: np.float32, 2: np.float64}
@@ -95,6 +108,8 @@ def reference_gemm_epilogue(gemm, calls: list):
     def run(ctx, dtype, ta, tb, batch, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, ep, epc,
             off):
         rc = gemm(ctx, dtype, ta, tb, batch, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc)
+        if not ep:  # NULL: rt->gemm
+            return rc
         calls[-1]["epilogue"] = True
         if rc:
             return 1
@@ -104,6 +119,21 @@ def reference_gemm_epilogue(gemm, calls: list):
                 row = off + bi * sc + r * ldc
                 for j in range(0, n, 7):
                     fn(epc, row + j, row + min(n, j + 7))
+        return 0
+    return run
+
+
+def reference_gemm_multi(gemm_epilogue, calls: list):
+    """rt->gemm_multi: gemm_epilogue per part, last part first (any order is
+    allowed); each part's call is recorded with "multi": the part count."""
+    def run(ctx, dtype, ta, tb, m, k, a, lda, num_parts, parts):
+        for i in reversed(range(num_parts)):
+            p = parts[i]
+            rc = gemm_epilogue(ctx, dtype, ta, tb, 1, m, p.n, k, a, lda, 0, p.b, p.ldb, 0, p.c,
+                               p.ldc, 0, p.epilogue, p.closure, p.c_offset)
+            calls[-1]["multi"] = num_parts
+            if rc:
+                return 1
         return 0
     return run
 
@@ -172,11 +202,13 @@ class Executable:
 
         self.gemm_calls = []
         gemm = reference_gemm(self.gemm_calls, errors)
+        epilogue = reference_gemm_epilogue(gemm, self.gemm_calls)
         rt = DiscRuntime(None, AllocOutput(alloc_output), AllocTemp(alloc_temp),
                          FreeTemp(free_temp), ParallelFor(parallel_for), SetError(set_error),
                          Gemm(gemm),
                          Window(lambda ctx, args: errors.append((12, "harness: no window")) or 1),
-                         GemmEpilogue(reference_gemm_epilogue(gemm, self.gemm_calls)))
+                         GemmEpilogue(epilogue), GemmMulti(reference_gemm_multi(epilogue,
+                                                                                self.gemm_calls)))
         bufs = (DiscBuffer * max(len(inputs), 1))()
         for i, x in enumerate(inputs):
             bufs[i].data = x.ctypes.data if x.size else None

@@ -32,8 +32,9 @@ extern "C" {
  * version 5 `gemm_epilogue` to DiscRuntime, version 6 the window kind
  * DISC_WINDOW_CONV_TRANSPOSE and DISC_WINDOW_CONV_BACKPROP_FILTER, version 7
  * the set_error code DISC_ERROR_FALLBACK, version 8 the window kinds
- * DISC_WINDOW_DEPTHWISE_BACKPROP_INPUT and _FILTER. */
-#define DISC_ABI_VERSION 8
+ * DISC_WINDOW_DEPTHWISE_BACKPROP_INPUT and _FILTER, version 9 `gemm_multi`
+ * (and DiscGemmPart) to DiscRuntime. */
+#define DISC_ABI_VERSION 9
 #define DISC_MAX_RANK 8
 
 /* TF error codes used by generated code (values of tensorflow::error::Code). */
@@ -120,6 +121,19 @@ typedef struct DiscWindowArgs {
 
 typedef void (*DiscParallelFn)(void* closure, int64_t begin, int64_t end);
 
+/* One product of rt->gemm_multi (ABI version 9): C (m x n, row stride ldc)
+ * = op(A) * op(B), B stored k x n (row stride ldb) or n x k when trans_b;
+ * epilogue (may be NULL), closure and c_offset as in rt->gemm_epilogue. */
+typedef struct DiscGemmPart {
+  const void* b;
+  int64_t ldb, n;
+  void* c;
+  int64_t ldc;
+  DiscParallelFn epilogue;
+  void* closure;
+  int64_t c_offset;
+} DiscGemmPart;
+
 typedef struct DiscRuntime {
   /* Opaque per-call context owned by the runtime. */
   void* ctx;
@@ -173,6 +187,15 @@ typedef struct DiscRuntime {
                            const void* b, int64_t ldb, int64_t stride_b,
                            void* c, int64_t ldc, int64_t stride_c,
                            DiscParallelFn epilogue, void* closure, int64_t c_offset);
+  /* ---- ABI version 9 ---- */
+  /* num_parts unbatched products that share A (QKV projections:
+   * passes/merge_gemm.py), each with its own B, C and epilogue, as if by
+   * one rt->gemm_epilogue per part, but in one parallel region over the
+   * parts' column tiles (A is read from cache by all of them, one fork and
+   * join instead of num_parts).  The weights are not copied together. */
+  int32_t (*gemm_multi)(void* ctx, int32_t dtype, int32_t trans_a, int32_t trans_b,
+                        int64_t m, int64_t k, const void* a, int64_t lda,
+                        int32_t num_parts, const DiscGemmPart* parts);
 } DiscRuntime;
 
 typedef int32_t (*DiscAbiVersionFn)(void);

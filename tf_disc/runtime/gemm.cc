@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "tf_disc/runtime/disc_abi.h"
 #include "tf_disc/runtime/gemm_bf16.h"
@@ -127,27 +128,58 @@ bool Packed(const GemmArgs& g) {
   return g.batch > 1 && g.n <= 128 && g.k <= 256;
 }
 
-// One task per (batch entry, column tile); the columns past the last full
-// tile (n % SkinnyTileCols(g)) go to Eigen in one more task per batch entry.
-void RunSkinny(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
-  const int64_t tile_cols = SkinnyTileCols(g);
-  const int64_t tiles = g.n / tile_cols, per_batch = tiles + (g.n % tile_cols ? 1 : 0);
+// Cycles of one column tile (~8 flops per cycle).
+int64_t SkinnyTaskCost(const GemmArgs& g) {
+  return static_cast<int64_t>(2.0 * g.m * g.k * SkinnyTileCols(g) / 8) + 1;
+}
+
+// One task per (part, batch entry, column tile), all parts' tasks in one
+// parallel region (parts: RunGemmMulti's, all of one m and k); the columns
+// past the last full tile (n % SkinnyTileCols(g)) go to Eigen in one more
+// task per batch entry.
+void RunSkinny(const GemmArgs* parts, int num_parts, int num_threads,
+               const GemmParallelFor& parallel_for) {
+  std::vector<int64_t> first(num_parts + 1, 0), tiles(num_parts), per_batch(num_parts);
+  for (int p = 0; p < num_parts; ++p) {
+    const GemmArgs& g = parts[p];
+    tiles[p] = g.n / SkinnyTileCols(g);
+    per_batch[p] = tiles[p] + (g.n % SkinnyTileCols(g) ? 1 : 0);
+    first[p + 1] = first[p] + g.batch * per_batch[p];
+  }
   auto run = [&](int64_t begin, int64_t end) {
+    int p = static_cast<int>(std::upper_bound(first.begin(), first.end(), begin) -
+                             first.begin()) - 1;
     for (int64_t i = begin; i < end;) {  // runs of full tiles of one batch entry
-      const int64_t bi = i / per_batch, t = i % per_batch;
-      if (t < tiles) {
-        const int64_t t1 = std::min(tiles, t + (end - i));
+      while (i >= first[p + 1]) ++p;
+      const GemmArgs& g = parts[p];
+      const int64_t local = i - first[p], limit = std::min(end, first[p + 1]) - first[p];
+      const int64_t bi = local / per_batch[p], t = local % per_batch[p];
+      if (t < tiles[p]) {
+        const int64_t t1 = std::min(tiles[p], t + (limit - local));
         SkinnyColumns(g, bi, t, t1);
         i += t1 - t;
       } else {
-        BlockWithEpilogue<float>(g, bi, 0, g.m, tiles * tile_cols, g.n);
+        BlockWithEpilogue<float>(g, bi, 0, g.m, tiles[p] * SkinnyTileCols(g), g.n);
         ++i;
       }
     }
   };
-  const int64_t tasks = g.batch * per_batch;
+  const int64_t tasks = first[num_parts];
   if (num_threads <= 1) return run(0, tasks);
-  parallel_for(tasks, static_cast<int64_t>(2.0 * g.m * g.k * tile_cols / 8) + 1, run);
+  parallel_for(tasks, SkinnyTaskCost(parts[0]), run);
+}
+
+// Small problems: one thread hop costs more than the work.
+constexpr double kOneThreadFlops = 4e5;
+
+// Threads RunSkinny(&g, 1, num_threads, pool) runs g on: its own cutoff,
+// then that of Eigen's parallelFor (TF's ParallelFor), which runs inline
+// when its cost model gives one thread.
+int SkinnyThreads(const GemmArgs& g, int num_threads) {
+  if (num_threads <= 1 || 2.0 * g.batch * g.m * g.n * g.k < kOneThreadFlops) return 1;
+  const int64_t tasks = g.batch * (g.n / SkinnyTileCols(g) + (g.n % SkinnyTileCols(g) ? 1 : 0));
+  return Eigen::TensorCostModel<Eigen::ThreadPoolDevice>::numThreads(
+      static_cast<double>(tasks), Eigen::TensorOpCost(0, 0, SkinnyTaskCost(g)), num_threads);
 }
 
 template <typename T>
@@ -190,10 +222,11 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
   const double flops = 2.0 * g.batch * g.m * g.n * g.k;
   // Set (by PackedWeights::Attach) only where PrepackedFp32Applies(g).
   if (g.packed_b32 != nullptr) return RunPackedGemm(g, num_threads, parallel_for);
-  if (Skinny(g)) return RunSkinny(g, flops < 4e5 ? 1 : num_threads, parallel_for);
+  if (Skinny(g)) {
+    return RunSkinny(&g, 1, flops < kOneThreadFlops ? 1 : num_threads, parallel_for);
+  }
   if (Packed(g)) return RunPackedGemm(g, num_threads, parallel_for);
-  // Small problems: one thread hop costs more than the work.
-  if (num_threads <= 1 || flops < 4e5) {
+  if (num_threads <= 1 || flops < kOneThreadFlops) {
     for (int64_t b = 0; b < g.batch; ++b) BlockWithEpilogue<T>(g, b, 0, g.m, 0, g.n);
     return;
   }
@@ -275,8 +308,10 @@ bool PrepackedFp32Applies(const GemmArgs& g) {
          RuntimeSwitchValue(RuntimeSwitch::kGemmPacked) != '0';
 }
 
-bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
-             const GemmParallelFor& parallel_for, std::string* error) {
+namespace {
+
+// Sizes and buffers RunGemm can run; else false with *error set.
+bool ValidArgs(const GemmArgs& g, std::string* error) {
   if (g.batch < 0 || g.m < 0 || g.n < 0 || g.k < 0) {
     *error = "gemm: negative size";
     return false;
@@ -286,6 +321,55 @@ bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
     *error = "gemm: null buffer for a non-empty product";
     return false;
   }
+  return true;
+}
+
+// Whether RunGemmMulti runs all parts in one skinny region: each one
+// RunGemm would send to the skinny kernel (no pre-packed B, epilogue fused),
+// of one m and k (RunSkinny's task cost).  DISC_GEMM_MULTI=0 (an A/B
+// switch) runs the parts one by one instead.
+bool SkinnyTogether(const GemmArgs* parts, int num_parts) {
+  if (RuntimeSwitchValue(RuntimeSwitch::kGemmMulti) == '0' ||
+      RuntimeSwitchValue(RuntimeSwitch::kGemmEpilogue) == '0') {
+    return false;
+  }
+  for (int p = 0; p < num_parts; ++p) {
+    const GemmArgs& g = parts[p];
+    if (!Skinny(g) || g.packed_b32 != nullptr || g.batch != 1 || g.m == 0 || g.k == 0 ||
+        g.m != parts[0].m || g.k != parts[0].k) {
+      return false;
+    }
+  }
+  return num_parts > 0;
+}
+
+}  // namespace
+
+bool RunGemmMulti(const GemmArgs* parts, int num_parts, int num_threads, void* eigen_pool,
+                  const GemmParallelFor& parallel_for, std::string* error) {
+  for (int p = 0; p < num_parts; ++p) {
+    if (!ValidArgs(parts[p], error)) return false;
+  }
+  if (!SkinnyTogether(parts, num_parts)) {
+    for (int p = 0; p < num_parts; ++p) {
+      if (!RunGemm(parts[p], num_threads, eigen_pool, parallel_for, error)) return false;
+    }
+    return true;
+  }
+  // Threads as one part alone would get: where each part would run inline
+  // (Eigen's cost model behind TF's ParallelFor picks one thread: m = 1 at
+  // hidden 768), the merged region does too.  Its 3x cost would buy a second
+  // thread, which on the shared 2-core machine cost 1.5x the time (QKV
+  // T = 1, benchmarks/qkv_merge.py: the hop waits for a busy core).
+  bool threaded = false;
+  for (int p = 0; p < num_parts; ++p) threaded |= SkinnyThreads(parts[p], num_threads) > 1;
+  RunSkinny(parts, num_parts, threaded ? num_threads : 1, parallel_for);
+  return true;
+}
+
+bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
+             const GemmParallelFor& parallel_for, std::string* error) {
+  if (!ValidArgs(g, error)) return false;
   if (g.dtype & DISC_GEMM_FAST_BF16) {  // fast math: bf16 where it runs, else fp32
     GemmArgs f = g;
     f.dtype &= ~DISC_GEMM_FAST_BF16;

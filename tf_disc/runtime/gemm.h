@@ -73,6 +73,13 @@ bool PrepackedFp32Applies(const GemmArgs& g);
 bool RunGemm(const GemmArgs& args, int num_threads, void* eigen_pool,
              const GemmParallelFor& parallel_for, std::string* error);
 
+// Runs parts[0..num_parts) (unbatched products that share A, DiscRuntime::
+// gemm_multi) as RunGemm would one by one; skinny ones (gemm.cc Skinny(),
+// e.g. QKV projections of short sequences) in one parallel region over all
+// parts' column tiles.
+bool RunGemmMulti(const GemmArgs* parts, int num_parts, int num_threads, void* eigen_pool,
+                  const GemmParallelFor& parallel_for, std::string* error);
+
 }  // namespace tf_disc
 
 #endif  // TF_DISC_RUNTIME_GEMM_H_

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "tensorflow/core/framework/allocator.h"
 #include "tensorflow/core/framework/tensor_shape.h"
@@ -27,6 +28,7 @@ KernelRuntime::KernelRuntime(OpKernelContext* ctx, const StableInputs* stable)
   abi_.gemm = &KernelRuntime::Gemm;
   abi_.window = &KernelRuntime::Window;
   abi_.gemm_epilogue = &KernelRuntime::GemmEpilogue;
+  abi_.gemm_multi = &KernelRuntime::GemmMulti;
 }
 
 KernelRuntime::~KernelRuntime() {
@@ -222,6 +224,37 @@ int32_t KernelRuntime::GemmEpilogue(void* self_ptr, int32_t dtype, int32_t trans
   }
   std::string error;
   if (RunGemm(args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) return 0;
+  SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());
+  return 1;
+}
+
+// Each part as its own GemmArgs (a weight's B attached packed as in
+// GemmEpilogue), all run by RunGemmMulti.
+int32_t KernelRuntime::GemmMulti(void* self_ptr, int32_t dtype, int32_t trans_a,
+                                 int32_t trans_b, int64_t m, int64_t k, const void* a,
+                                 int64_t lda, int32_t num_parts, const DiscGemmPart* parts) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  if (num_parts < 0 || (num_parts > 0 && parts == nullptr)) {
+    SetError(self_ptr, DISC_ERROR_INTERNAL, "DiscLaunch: gemm_multi: bad part list");
+    return 1;
+  }
+  PoolView pool = ViewPool(self->ctx_);
+  std::vector<GemmArgs> args;
+  std::vector<std::shared_ptr<const PackedWeights::Pack>> packed;  // held until done
+  args.reserve(num_parts);
+  for (int32_t i = 0; i < num_parts; ++i) {
+    const DiscGemmPart& p = parts[i];
+    args.push_back(GemmArgs{dtype, trans_a != 0, trans_b != 0, 1, m, p.n, k, a, lda, 0, p.b,
+                            p.ldb, 0, p.c, p.ldc, 0, p.epilogue, p.closure, p.c_offset});
+    if ((dtype & ~DISC_GEMM_FAST_BF16) == DISC_DTYPE_FLOAT && self->stable_ != nullptr) {
+      packed.push_back(self->stable_->Attach(&args.back(), pool.threads, pool.parallel_for));
+    }
+  }
+  std::string error;
+  if (RunGemmMulti(args.data(), num_parts, pool.threads, pool.eigen_pool, pool.parallel_for,
+                   &error)) {
+    return 0;
+  }
   SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());
   return 1;
 }

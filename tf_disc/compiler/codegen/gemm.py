@@ -1,7 +1,8 @@
 """Host code for `dot` ops (ir/dot.py): one rt->gemm call per run of batch
 dims that share strides (usually one call), through disc_gemm_batched; with
 an epilogue kernel (passes/gemm_epilogue.py) rt->gemm_epilogue, which runs
-the kernel on each piece of C as soon as it is computed.
+the kernel on each piece of C as soon as it is computed; a group of dots
+that share lhs (passes/merge_gemm.py) as one rt->gemm_multi.
 
 Operands are dense row-major buffers; each free/contract group collapses to
 one matrix dim whose stride is that of its last dim.  The transpose flag of
@@ -105,10 +106,9 @@ def emit_dot_with_epilogue(op: Op, dn, ptr: dict[Value, str], k: int, kernel: st
     return out + launch(lambda closure: emit_dot(op, dn, ptr, k, (kernel, closure)))
 
 
-def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
-             epilogue: tuple[str, str] | None = None) -> list[str]:
-    """Host lines for one dot (dn: DimNames, ptr: value -> C++ pointer);
-    epilogue: (kernel function, closure pointer) run on C's tiles."""
+def _geometry(op: Op, dn) -> dict[str, str]:
+    """The GEMM's C++ sizes, leading dims and transpose flags for dot op
+    (its dim locals go to dn.lines)."""
     a = op.attrs
     lhs, rhs = op.operands
     res = op.result
@@ -121,25 +121,35 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
     phys = [dn(d) for d in res.shape]
     perm = a.get("result_perm", list(range(len(phys))))
     ostride = [_stride(phys, perm.index(i)) for i in range(len(phys))]
-    out = list(dn.lines)
-    dn.lines = []
     nb = len(a["batch_lhs"])
     ta = (lhs.type.rank - 1) in a["lhs_free"]       # lhs rows not contiguous
     tb = (rhs.type.rank - 1) in a["rhs_contract"]   # rhs stored n x k
-    lda = _stride(ld, a["lhs_contract"][-1] if ta else a["lhs_free"][-1])
-    ldb = _stride(rd, a["rhs_free"][-1] if tb else a["rhs_contract"][-1])
-    m = _prod([ld[d] for d in a["lhs_free"]])
-    n = _prod([rd[d] for d in a["rhs_free"]])
-    kk = _prod([ld[d] for d in a["lhs_contract"]])
 
     def bstride(dims, d):
         return "int64_t(0)" if d < 0 else f"({dims[d]} == 1 ? int64_t(0) : {_stride(dims, d)})"
 
-    sa = [bstride(ld, d) for d in a["batch_lhs"]]
-    sb = [bstride(rd, d) for d in a["batch_rhs"]]
-    sc = ostride[:nb]
-    ldc = ostride[nb] if a["lhs_free"] and "result_perm" in a else "n"
-    bd = od[:nb]
+    return {
+        "ta": str(int(ta)), "tb": str(int(tb)),
+        "lda": _stride(ld, a["lhs_contract"][-1] if ta else a["lhs_free"][-1]),
+        "ldb": _stride(rd, a["rhs_free"][-1] if tb else a["rhs_contract"][-1]),
+        "m": _prod([ld[d] for d in a["lhs_free"]]),
+        "n": _prod([rd[d] for d in a["rhs_free"]]),
+        "k": _prod([ld[d] for d in a["lhs_contract"]]),
+        "ldc": ostride[nb] if a["lhs_free"] and "result_perm" in a else "n",
+        "bd": od[:nb], "sa": [bstride(ld, d) for d in a["batch_lhs"]],
+        "sb": [bstride(rd, d) for d in a["batch_rhs"]], "sc": ostride[:nb]}
+
+
+def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
+             epilogue: tuple[str, str] | None = None) -> list[str]:
+    """Host lines for one dot (dn: DimNames, ptr: value -> C++ pointer);
+    epilogue: (kernel function, closure pointer) run on C's tiles."""
+    lhs, rhs = op.operands
+    res = op.result
+    g = _geometry(op, dn)
+    out = list(dn.lines)
+    dn.lines = []
+    nb = len(op.attrs["batch_lhs"])
     t = res.dtype.ctype
 
     ep = f", {epilogue[0]}, {epilogue[1]}" if epilogue else ""
@@ -148,13 +158,93 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
         return f"const int64_t {name}[{max(len(items), 1)}] = {{{', '.join(items) or '0'}}};"
 
     out += [f"  {{  // dot {k}: {res.name}",
-            f"    {arr('bd', bd)}", f"    {arr('sa', sa)}", f"    {arr('sb', sb)}",
-            f"    {arr('sc', sc)}",
-            f"    const int64_t m = {m}, n = {n}, k = {kk};",
-            f"    if (disc_gemm_batched(rt, {_gemm_dtype(op)}, {int(ta)}, {int(tb)}, {nb}, bd, "
-            f"sa, sb, sc, m, n, k, {ptr[lhs]}, {lda}, {ptr[rhs]}, {ldb}, {ptr[res]}, {ldc}, "
-            f"sizeof({t}){ep})) return 1;"]
-    for name in a.get("frees", []):
-        out.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
+            f"    {arr('bd', g['bd'])}", f"    {arr('sa', g['sa'])}", f"    {arr('sb', g['sb'])}",
+            f"    {arr('sc', g['sc'])}",
+            f"    const int64_t m = {g['m']}, n = {g['n']}, k = {g['k']};",
+            f"    if (disc_gemm_batched(rt, {_gemm_dtype(op)}, {g['ta']}, {g['tb']}, {nb}, bd, "
+            f"sa, sb, sc, m, n, k, {ptr[lhs]}, {g['lda']}, {ptr[rhs]}, {g['ldb']}, {ptr[res]}, "
+            f"{g['ldc']}, sizeof({t}){ep})) return 1;"]
+    out += _frees([op])
     out.append("  }")
     return out
+
+
+def _frees(ops: list[Op]) -> list[str]:
+    return [f"    if ({name}) rt->free_temp(rt->ctx, {name});"
+            for op in ops for name in op.attrs.get("frees", [])]
+
+
+class DotGroups:
+    """Collects the members of a merged dot group (passes/merge_gemm.py:
+    contiguous, each dot followed by its epilogue kernel) as host code is
+    emitted, until the group is complete."""
+
+    def __init__(self) -> None:
+        self.members: list[list] = []          # [dot, epilogue kernel or None]
+        self.waiting: dict[str, list] = {}     # dot result name -> its member
+
+    def take(self, op: Op) -> bool:
+        """Whether op is a group member (dot) or a member's epilogue; holds it."""
+        if op.name == "dot" and "gemm_group" in op.attrs:
+            self.members.append([op, None])
+            if "epilogue" in op.attrs:
+                self.waiting[op.result.name] = self.members[-1]
+            return True
+        if op.name == "fusion" and op.attrs.get("epilogue_of") in self.waiting:
+            self.waiting.pop(op.attrs["epilogue_of"])[1] = op
+            return True
+        return False
+
+    def complete(self) -> bool:
+        if not self.members or self.waiting:
+            return False
+        _, i, size = self.members[-1][0].attrs["gemm_group"]
+        return i == size - 1
+
+    def pop(self) -> list[tuple[Op, Op | None]]:
+        out, self.members = [(d, e) for d, e in self.members], []
+        return out
+
+
+def emit_dot_group(members: list[tuple[Op, Op | None]], dn, ptr: dict[Value, str],
+                   kernel_name: Callable[[Op], str], prepare: Callable[[Op], None],
+                   launch: Callable[[Op, Callable[[str], list[str]]], list[str]]) -> list[str]:
+    """Host lines for one rt->gemm_multi over members (dot, its epilogue kernel
+    or None), which share lhs and layout: each epilogue's closure is set up
+    (launch(kernel, run), nested) and the call emitted innermost.
+    prepare(kernel) declares the kernel's dim locals up front (in this scope)."""
+    dots = [d for d, _ in members]
+    dtypes = {_gemm_dtype(d) for d in dots}
+    if len(dtypes) != 1 or len({d.operands[0] for d in dots}) != 1:
+        raise ValueError(f"gemm group {[d.result.name for d in dots]}: mixed lhs or dtype")
+    geoms = [_geometry(d, dn) for d in dots]
+    for _, ep in members:
+        if ep is not None:
+            prepare(ep)
+    out = list(dn.lines)
+    dn.lines = []
+    g0, lhs, dtype = geoms[0], dots[0].operands[0], dtypes.pop()
+
+    def call(closures: list[str | None]) -> list[str]:
+        lines = [f"  {{  // dots {', '.join(d.result.name for d in dots)}: one rt->gemm_multi",
+                 f"    const int64_t m = {g0['m']}, k = {g0['k']};",
+                 f"    const DiscGemmPart parts[{len(dots)}] = {{"]
+        for (dot, ep), g, c in zip(members, geoms, closures):
+            ldc = g["n"] if g["ldc"] == "n" else g["ldc"]
+            fn = f"{kernel_name(ep)}, {c}" if ep is not None else "nullptr, nullptr"
+            lines.append(f"      {{{ptr[dot.operands[1]]}, {g['ldb']}, {g['n']}, "
+                         f"{ptr[dot.result]}, {ldc}, {fn}, 0}},")
+        lines += ["    };",
+                  f"    if (m > 0 && rt->gemm_multi(rt->ctx, {dtype}, {g0['ta']}, "
+                  f"{g0['tb']}, m, k, {ptr[lhs]}, {g0['lda']}, {len(dots)}, parts)) return 1;"]
+        return lines + _frees(dots) + ["  }"]
+
+    def nest(i: int, closures: list[str | None]) -> list[str]:
+        if i == len(members):
+            return call(closures)
+        ep = members[i][1]
+        if ep is None:
+            return nest(i + 1, closures + [None])
+        return launch(ep, lambda c: nest(i + 1, closures + [c]))
+
+    return out + nest(0, [])

@@ -15,7 +15,7 @@ from ..shapes.symbolic import is_static, parse_dim
 from .cstr import c_string
 from .dim_math import CHECKED, checked, floordiv, range_len, segment_count
 from .conv import emit_window
-from .gemm import emit_dot, emit_dot_with_epilogue
+from .gemm import DotGroups, emit_dot, emit_dot_group, emit_dot_with_epilogue
 from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo, launch
 from .labels import emit_label_check
@@ -225,9 +225,16 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
                 temps.setdefault(op, []).extend(alloc_temp(r.name, t, dims))
             ptr[r] = r.name
     dots: dict[str, tuple[int, Op]] = {}  # dots that wait for their epilogue kernel
+    groups = DotGroups()  # merged dots (passes/merge_gemm.py) until the last one
     for k, op in enumerate(func.ops):
         body += temps.get(op, [])
-        if op.name == "fusion" and "epilogue_of" in op.attrs:  # passes/gemm_epilogue.py
+        if groups.take(op):
+            if groups.complete():
+                body += emit_dot_group(
+                    groups.pop(), dn, ptr, lambda ep: kernels[ep].name,
+                    lambda ep: _launch_dims(ep, kernels[ep], dn),
+                    lambda ep, run: _launch(ep, kernels[ep], dn, ptr, run))
+        elif op.name == "fusion" and "epilogue_of" in op.attrs:  # passes/gemm_epilogue.py
             dk, dot = dots.pop(op.attrs["epilogue_of"])
             body += emit_dot_with_epilogue(
                 dot, dn, ptr, dk, kernels[op].name,
@@ -267,16 +274,21 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
     return "\n".join(consts) + "\n", "\n".join(entry)
 
 
-def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str],
-            run: Callable[[str], list[str]] | None = None) -> list[str]:
-    """The kernel's closure, its launch (or run(closure): the lines of a dot
-    that runs it as its epilogue), error checks and frees."""
-    shape = op.results[0].shape
-    dims = [dn(d) for d in shape]
+def _launch_dims(op: Op, k: KernelInfo, dn: DimNames) -> tuple[list[str], list[str]]:
+    """The kernel's dims and host values (their locals go to dn.lines)."""
+    dims = [dn(d) for d in op.results[0].shape]
     hostvals = [dn(d) for d in k.hostvals]
     for ld in k.loads:
         for d in ld.source.shape:
             dn(d)
+    return dims, hostvals
+
+
+def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str],
+            run: Callable[[str], list[str]] | None = None) -> list[str]:
+    """The kernel's closure, its launch (or run(closure): the lines of a dot
+    that runs it as its epilogue), error checks and frees."""
+    dims, hostvals = _launch_dims(op, k, dn)
     out = list(dn.lines)
     dn.lines = []
     c = f"k{op.attrs['kernel']}"

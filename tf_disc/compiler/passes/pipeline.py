@@ -21,6 +21,7 @@ from .dce import dce
 from .fold_transpose import fold_transposes
 from .fusion import fuse
 from .gemm_epilogue import fuse_gemm_epilogues
+from .merge_gemm import merge_gemms
 from .outputs import materialize_outputs
 from .rematerialize import rematerialize_broadcasts
 from .sink_broadcasts import sink_broadcasts
@@ -44,6 +45,7 @@ PIPELINE: list[tuple[str, Pass]] = [
     ("stitch", stitch),
     ("fuse", fuse),
     ("gemm_epilogue", fuse_gemm_epilogues),
+    ("merge_gemm", merge_gemms),
     ("assign_buffers", assign_buffers),
 ]
 
