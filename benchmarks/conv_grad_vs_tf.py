@@ -9,11 +9,18 @@ Both run the same tf.function body in one process, interleaved (medians):
 stock TF is traced and optimized before blade_disc_tf is enabled.
 
     python benchmarks/conv_grad_vs_tf.py [--repeats 9] [--match "input 32x14"]
-                                         [--clock cpu]
+                                         [--clock cpu] [--threads 1]
+                                         [--ab DISC_CONV_TRANSPOSE_COL2IM=1]
 
 --clock cpu times process CPU time (all threads) instead of wall time:
 steadier on a shared machine, for A/B runs of the kernels' switches
-(DISC_CONV_TRANSPOSE_COL2IM=0 / 1 in the environment).
+(DISC_CONV_TRANSPOSE_COL2IM=0 / 1 in the environment).  --threads N sets
+TF's intra-op pool (which both stock TF and blade_disc_tf run on) to N
+threads: --threads 1 compares the kernels' single-core efficiency, which
+the other jobs on a shared machine disturb least.  --ab NAME=VALUE also
+times blade_disc_tf with that runtime switch set (disc.runtime_switches),
+interleaved with the other two: an A/B of a kernel's algorithms under the
+same machine load (column ab/tf).
 
 The last three shapes are ResNet-50 training layers (batch 8): the 3x3 64
 at 56x56, the 1x1 256->64 at 56x56 and the strided 3x3 128 (56 -> 28).
@@ -21,6 +28,7 @@ at 56x56, the 1x1 256->64 at 56x56 and the strided 3x3 128 (56 -> 28).
 import argparse
 import os
 import time
+from typing import Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -66,13 +74,26 @@ def body(op: str, stride: int, padding: str):
     return lambda x, f, dy: OPS[op](x, f, dy, strides=[1, stride, stride, 1], padding=padding)
 
 
+def _with_switch(disc, setting: str, fn: Callable[[], object]) -> object:
+    """fn() with the runtime switch NAME=VALUE set."""
+    name, value = setting.split("=", 1)
+    with disc.runtime_switches(**{name: value}):
+        return fn()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--match", default="",
                         help="only rows whose 'op shape' text contains this")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="TF's intra-op threads (0: TF's default)")
+    parser.add_argument("--ab", default="",
+                        help="NAME=VALUE: also time ours with this runtime switch")
     args = parser.parse_args()
+    if args.threads > 0:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     rng = np.random.default_rng(0)
     cases = []
     for op, n, hw, cin, cout, k, s, pad in _rows():
@@ -98,12 +119,16 @@ def main() -> None:
         ours = tf.function(body(op, s, pad), input_signature=sig)
         got, want = ours(x, f, dy).numpy(), stock(x, f, dy).numpy()
         err = float(np.abs(got - want).max() / max(1.0, np.abs(want).max()))
-        med = interleaved_medians({"tf": lambda: stock(x, f, dy), "disc": lambda: ours(x, f, dy)},
-                                  args.repeats, clock=clock)
+        modes = {"tf": lambda: stock(x, f, dy), "disc": lambda: ours(x, f, dy)}
+        if args.ab:
+            modes["ab"] = lambda: _with_switch(disc, args.ab, lambda: ours(x, f, dy))
+        med = interleaved_medians(modes, args.repeats, clock=clock)
         ratios.append(med["disc"] / med["tf"])
         rows.append({"op": op, "shape": _label(n, hw, cin, cout, k, s, pad),
                      "tf_ms": med["tf"] * 1e3, "disc_ms": med["disc"] * 1e3,
                      "disc/tf time": ratios[-1], "max_rel_err": err})
+        if args.ab:
+            rows[-1]["ab/tf time"] = med["ab"] / med["tf"]
     print_table(f"Conv2D and depthwise gradients, medians ({args.clock} time)", rows)
     clusters = disc.stats()["clusters"].values()
     gmean = float(np.exp(np.mean(np.log(ratios))))
