@@ -1,7 +1,7 @@
 """One mode of bert_dynamic.py's encoder in a loop, for a sampling profiler.
 
 bert_dynamic.py interleaves modes, so a profile of it mixes them; this runs
-one (ours, the GEMM floor or stock TF) over a workload's requests until
+one (ours, ours with fast_math="bf16", the GEMM floor or stock TF) over a workload's requests until
 --seconds pass.  It prints "ready" once compiled and warm, so a profiler
 attaches to the steady state only:
 
@@ -34,7 +34,7 @@ def build(mode: str, config: Config, requests):
     if mode == "tf":
         disc.disable()
     else:
-        disc.enable()
+        disc.enable(fast_math="bf16" if mode == "bf16" else "")
     if mode != "floor":
         return tf.function(lambda ids, mask: transformer(ids, mask, weights, config),
                            input_signature=signature_ids()), requests
@@ -47,7 +47,7 @@ def build(mode: str, config: Config, requests):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mode", choices=("ours", "floor", "tf"), default="ours")
+    parser.add_argument("--mode", choices=("ours", "bf16", "floor", "tf"), default="ours")
     parser.add_argument("--workload", choices=("A", "B", "C"), default="C")
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=30.0)

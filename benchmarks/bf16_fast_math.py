@@ -10,17 +10,21 @@ first (one DiscSetOptions, microseconds); fast math is part of every cache
 key, so the two modes of ours run different executables.  Errors: the model
 output against stock TF fp32 (max |diff| / max |tf|), the GEMMs against
 float64 per element scaled by sum |a||b| (the documented bound is
-2^-7 + 2^-15 + k 2^-23 of it).
+2^-7 + 2^-15 + k 2^-23 of it).  --ab NAME=VALUE adds a mode "ours_bf16_ab":
+fast math with that runtime switch set (README "Benchmark switches"), so a
+kernel change is A/B-timed in one process, e.g. --ab DISC_GEMM_EPILOGUE=0.
 
     python benchmarks/bf16_fast_math.py [--layers 4] [--repeats 5] [--quick] [--skip-model]
+        [--ab NAME=VALUE]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -36,32 +40,37 @@ from timing import interleaved_medians, print_table  # noqa: E402
 MODES = (("tf", False, ""), ("ours_fp32", True, ""), ("ours_bf16", True, "bf16"))
 
 
-def with_fast_math(fn: Callable, mode: str) -> Callable:
-    """fn called with the fast_math option set to `mode`, output as numpy."""
+def with_fast_math(fn: Callable, mode: str, switches: Optional[Dict[str, str]] = None) -> Callable:
+    """fn called with the fast_math option set to `mode` (and the runtime
+    switches, if any, set around the call), output as numpy."""
     import blade_disc_tf as disc
 
     def call(*args):
         disc.set_options(fast_math=mode)
-        out = fn(*args)
-        return out.numpy() if hasattr(out, "numpy") else np.asarray(out)
+        with disc.runtime_switches(**switches) if switches else contextlib.nullcontext():
+            out = fn(*args)
+            return out.numpy() if hasattr(out, "numpy") else np.asarray(out)
     return call
 
 
-def build_modes(body: Callable, signature, requests: List, **disc_options):
+def build_modes(body: Callable, signature, requests: List, ab: Optional[Dict[str, str]] = None,
+                **disc_options):
     """One tf.function per mode, each run over `requests` right away (the
     cold pass: TF optimizes a function at its first call): stock TF while
     blade_disc_tf is disabled, ours after enabling it with a fresh cache.
-    Returns (functions, cold-pass outputs, cold seconds, bf16 keys)."""
+    With `ab` (runtime switches), a fourth mode ours_bf16_ab: fast math with
+    them set.  Returns (functions, cold-pass outputs, cold seconds, bf16 keys)."""
     import blade_disc_tf as disc
 
     fns, outputs, cold = {}, {}, {}
-    for name, ours, mode in MODES:
+    for name, ours, mode in MODES + ((("ours_bf16_ab", True, "bf16"),) if ab else ()):
         if ours and not disc.is_enabled():
             modes.configure_disc(True)
             disc.set_options(**disc_options)
         elif not ours:
             modes.configure_disc(False)
-        fns[name] = with_fast_math(tf.function(body, input_signature=signature), mode)
+        fns[name] = with_fast_math(tf.function(body, input_signature=signature), mode,
+                                   ab if name.endswith("_ab") else None)
         start = time.perf_counter()
         outputs[name] = [fns[name](*r) for r in requests]
         cold[name] = time.perf_counter() - start
@@ -72,13 +81,14 @@ def build_modes(body: Callable, signature, requests: List, **disc_options):
     return fns, outputs, cold, sum(k.endswith("|fast_math=bf16") for k in keys)
 
 
-def run_model(config: Config, requests: List, repeats: int) -> None:
+def run_model(config: Config, requests: List, repeats: int,
+              ab: Optional[Dict[str, str]] = None) -> None:
     weights = make_weights(config)
 
     def model(ids, mask):
         return transformer(ids, mask, weights, config)
 
-    fns, outputs, cold, bf16_keys = build_modes(model, signature_ids(), requests)
+    fns, outputs, cold, bf16_keys = build_modes(model, signature_ids(), requests, ab)
     print(f"model: {bf16_keys} cluster keys with fast_math=bf16")
     timelines = {name: modes.Timeline(name) for name in fns}
     names = list(fns)
@@ -107,6 +117,9 @@ def run_model(config: Config, requests: List, repeats: int) -> None:
     print(f"bf16 vs stock TF fp32: {t['tf'] / t['ours_bf16']:.2f}x faster; "
           f"bf16 vs ours fp32: {t['ours_fp32'] / t['ours_bf16']:.2f}x; "
           f"ours fp32 vs stock TF: {t['tf'] / t['ours_fp32']:.2f}x")
+    if ab:
+        print(f"bf16 with {ab} vs stock TF fp32: {t['tf'] / t['ours_bf16_ab']:.2f}x; "
+              f"bf16 vs bf16 with {ab}: {t['ours_bf16_ab'] / t['ours_bf16']:.3f}x")
 
 
 def gemm_error(got: np.ndarray, fn: Callable, a: np.ndarray, b: np.ndarray) -> float:
@@ -146,6 +159,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=1024, help="GEMM table: B*S")
     parser.add_argument("--quick", action="store_true", help="tiny model and workload (smoke run)")
     parser.add_argument("--skip-model", action="store_true", help="GEMM table only")
+    parser.add_argument("--skip-gemms", action="store_true", help="model only")
+    parser.add_argument("--ab", metavar="NAME=VALUE", action="append", default=[],
+                        help="model: add fast math with this runtime switch set")
     args = parser.parse_args()
     config = (Config(hidden=64, heads=4, ffn=256, layers=1, vocab=1000) if args.quick
               else Config(layers=args.layers))
@@ -153,8 +169,10 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs; avx512_bf16: "
           f"{any(' avx512_bf16' in line for line in open('/proc/cpuinfo') if line.startswith('flags'))}")
     if not args.skip_model:
-        run_model(config, workload("B", config.vocab, args.quick), repeats)
-    run_gemms(128 if args.quick else args.tokens, 2 if args.quick else 8, repeats)
+        ab = dict(item.split("=", 1) for item in args.ab)
+        run_model(config, workload("B", config.vocab, args.quick), repeats, ab)
+    if not args.skip_gemms:
+        run_gemms(128 if args.quick else args.tokens, 2 if args.quick else 8, repeats)
 
 
 if __name__ == "__main__":

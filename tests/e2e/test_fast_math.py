@@ -206,7 +206,8 @@ def test_option_is_part_of_every_cache_key(fm):
 
 def test_benchmark_quick_runs_all_modes(tmp_path):
     """benchmarks/bf16_fast_math.py --quick: every table printed, ours never
-    fell back to TF and its bf16 mode ran bf16 keys (no speed asserted)."""
+    fell back to TF and its bf16 mode ran bf16 keys (no speed asserted); the
+    --ab mode (a runtime switch set) timed too, with the same results."""
     import os
     import re
     import subprocess
@@ -215,7 +216,8 @@ def test_benchmark_quick_runs_all_modes(tmp_path):
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     env = dict(os.environ, DISC_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "bf16_fast_math.py"),
-                           "--quick"], capture_output=True, text=True, env=env, timeout=600)
+                           "--quick", "--ab", "DISC_GEMM_EPILOGUE=0"],
+                          capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "FALLBACKS" not in out, out
@@ -224,6 +226,10 @@ def test_benchmark_quick_runs_all_modes(tmp_path):
     table = out[out.index("GEMM medians"):].splitlines()[2:7]
     assert len(table) == 5 and all(line.split()[-1] == "1" for line in table), out
     assert "bf16 vs stock TF fp32:" in out, out
+    ab = re.search(r"ours_bf16_ab .* (\S+)\s*$", out, re.M)
+    bf16 = re.search(r"ours_bf16 .* (\S+)\s*$", out, re.M)
+    assert ab and bf16 and ab.group(1) == bf16.group(1), out  # max_rel_err_vs_tf
+    assert "bf16 vs bf16 with {'DISC_GEMM_EPILOGUE': '0'}:" in out, out
 
 
 def _elementwise_fn():
@@ -326,6 +332,30 @@ def test_unchanged_variable_weight_packed_once(fm):
     fm.set_options(fast_math="")  # fp32: nothing packed, fp32 result
     np.testing.assert_allclose(f(x).numpy(), x @ w, rtol=1e-4, atol=1e-4)
     assert _packs(fm) == 1
+
+
+@pytest.mark.skipif(not HAS_BF16, reason="needs AVX512_BF16")
+@pytest.mark.parametrize("m", [400, 800, 1100])
+def test_packed_weight_many_rows_within_bound(fm, m):
+    """A packed weight and many rows (row and column tasks sharing A packed
+    once; ragged n, k over two 768-long chunks), then the epilogue
+    2 C + bias: every element within the bound (doubled) of the float64
+    product."""
+    x, w = _weight_case(5, m=m, k=800, n=330)
+    bias = np.random.default_rng(6).standard_normal(330).astype(np.float32)
+    v = tf.Variable(w)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
+    def f(a):
+        return tf.matmul(a, v) * 2.0 + bias
+
+    fm.set_options(fast_math="bf16")
+    for rows in (m, m - 5):
+        got = f(x[:rows]).numpy().astype(np.float64)
+        want = 2.0 * (x[:rows].astype(np.float64) @ w) + bias
+        assert np.all(np.abs(got - want) - 1e-5 * (1.0 + np.abs(want))
+                      <= 2.0 * _bound(x[:rows], w, w.shape[0]))
+    assert _packs(fm) == 1, fm.stats()
 
 
 @pytest.mark.skipif(not HAS_BF16, reason="needs AVX512_BF16")
