@@ -13,7 +13,6 @@ import time
 import traceback
 
 from .build.cache import build
-from .build.priority import at_low_priority
 from .codegen.source import generate_library
 from .errors import CompileError
 from .frontend import lower_graph, parse_function_def
@@ -100,13 +99,10 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         fast_math = request.get("fast_math", options.fast_math) or ""
         units = parallel_units(_allowed_cpus(), _runnable_tasks())
         library, sources = compile_to_units(request, fdef, dump_dir, fast_math, units)
-        def build_library() -> tuple[str, bool, str]:
-            return build(sources, options.cache_dir, options.cxx, tuple(options.extra_cflags),
-                         options.forbid_compile, options.timeout_s,
-                         os.path.join(dump_dir, "compile.log") if dump_dir else None,
-                         key_source=library)
-        path, compiled, key = (at_low_priority(build_library) if request.get("background")
-                               else build_library())
+        path, compiled, key = build(
+            sources, options.cache_dir, options.cxx, tuple(options.extra_cflags),
+            options.forbid_compile, options.timeout_s,
+            os.path.join(dump_dir, "compile.log") if dump_dir else None, key_source=library)
         secs = time.monotonic() - t0
         log.info("cluster %s -> %s (compiled=%s, %.2fs)", request.get("function"), path,
                  compiled, secs)

@@ -25,9 +25,7 @@ extern "C" {
  *    "inputs": [{"dtype": <tensorflow DataType enum int>, "rank": <int>,
  *                "value": null | [<numbers>, ...]  (flattened, row-major;
  *                                   only for args listed in const_args)}],
- *    "fast_math": "" | "bf16"  (the option when the key was computed),
- *    "background": bool        (async_compile: the caller runs TF meanwhile, so
- *                               the compiler should yield the CPUs to it)}
+ *    "fast_math": "" | "bf16"  (the option when the key was computed)}
  * fdef / fdef_len: the cluster's FunctionDef, serialized deterministically.
  * reply / reply_cap: the callee writes NUL-terminated JSON, truncated to fit:
  *   {"ok": true, "path": "/abs/path/lib.so", "compiled": <bool: the system

@@ -135,10 +135,9 @@ class DiscLaunchOp : public AsyncOpKernel {
     Options options = GetOptions();
     LookupParams params{&function_, &key, stats_, options.async_compile,
                         options.compile_timeout_s};
-    const bool background = options.async_compile;
-    auto make_request = [this, ctx, &key, fast_math, background](std::string* request,
-                                                                 std::string* fdef) {
-      return BuildRequest(ctx, key, fast_math, background, request, fdef);
+    auto make_request = [this, ctx, &key, fast_math](std::string* request,
+                                                     std::string* fdef) {
+      return BuildRequest(ctx, key, fast_math, request, fdef);
     };
     // A waiting caller resumes on the compile/timeout thread (Compute is
     // blocked meanwhile): a pool could be fully blocked in such waits.
@@ -282,7 +281,7 @@ class DiscLaunchOp : public AsyncOpKernel {
   }
 
   absl::Status BuildRequest(OpKernelContext* ctx, const std::string& key, bool fast_math,
-                            bool background, std::string* request, std::string* fdef) const {
+                            std::string* request, std::string* fdef) const {
     // Prefer the body as clustered over the library's Grappler-optimized one.
     if (!LookupClusterFunction(function_, fdef)) {
       auto* lib = ctx->function_library();
@@ -316,8 +315,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       }
       r += "}";
     }
-    r += fast_math ? "], \"fast_math\": \"bf16\"" : "], \"fast_math\": \"\"";
-    r += background ? ", \"background\": true}" : ", \"background\": false}";
+    r += fast_math ? "], \"fast_math\": \"bf16\"}" : "], \"fast_math\": \"\"}";
     return absl::OkStatus();
   }
 
