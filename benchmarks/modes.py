@@ -111,16 +111,14 @@ def first_call_launches(fn: Callable[..., object], request: Request) -> Tuple[in
     return coverage.disc_launch_count(graphs), out[0]
 
 
-# Clock of the steady timings: wall time, or time.process_time (the
-# process's CPU time, all threads: less of a shared machine's other load).
-STEADY_CLOCK: Callable[[], float] = time.perf_counter
-
-
 class Timeline:
     """Per-request latencies of one mode: the cold pass and the steady ones."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, clock: Callable[[], float] = time.perf_counter) -> None:
+        """clock: of the steady timings: wall time, or time.process_time (the
+        process's CPU time, all threads: less of a shared machine's other load)."""
         self.name = name
+        self.clock = clock
         self.cold_s = 0.0
         self.steady_totals: List[float] = []
         self.latencies: List[float] = []
@@ -149,12 +147,12 @@ class Timeline:
     def time_request(self, index: int, fn: Callable[..., object], request: Request) -> None:
         """One steady call on request `index`; callers interleave the modes
         per request so that load drift hits every mode alike.  Timed with
-        STEADY_CLOCK."""
-        start = STEADY_CLOCK()
+        self.clock."""
+        start = self.clock()
         out = fn(*request)
         if hasattr(out, "numpy"):
             out.numpy()
-        elapsed = STEADY_CLOCK() - start
+        elapsed = self.clock() - start
         self.per_request.setdefault(index, []).append(elapsed)
         self.latencies.append(elapsed)
 
