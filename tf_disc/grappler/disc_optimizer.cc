@@ -92,7 +92,7 @@ std::map<std::string, int64_t> LeftOps(const tensorflow::GraphDef& graph,
 
 bool DiscOptimizer::FirstSight(const std::string& item_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  return items_.emplace(item_id, ItemRecord{}).second;
+  return left_by_item_.emplace(item_id, std::map<std::string, int64_t>{}).second;
 }
 
 void DiscOptimizer::RecordLeftOps(const std::string& item_id,
@@ -102,7 +102,7 @@ void DiscOptimizer::RecordLeftOps(const std::string& item_id,
   std::map<std::string, int64_t> delta = now;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::map<std::string, int64_t>& before = items_[item_id].left;
+    std::map<std::string, int64_t>& before = left_by_item_[item_id];
     for (const auto& kv : before) delta[kv.first] -= kv.second;
     before = std::move(now);
   }

@@ -34,16 +34,13 @@ class DiscOptimizer : public tensorflow::grappler::CustomGraphOptimizer {
   // Grappler runs an optimizer over the same item more than once (meta
   // optimizer iterations): per item id, what this instance last recorded, so
   // a graph is counted as seen once and its left ops replace, not add.
-  struct ItemRecord {
-    std::map<std::string, int64_t> left;
-  };
   bool FirstSight(const std::string& item_id);
   void RecordLeftOps(const std::string& item_id, const tensorflow::GraphDef& graph,
                      const std::vector<std::vector<int>>& clusters);
 
   bool plugin_;
   std::mutex mu_;
-  std::map<std::string, ItemRecord> items_;
+  std::map<std::string, std::map<std::string, int64_t>> left_by_item_;
   int min_cluster_size_ = -1;  // -1: use options.min_cluster_size
 };
 

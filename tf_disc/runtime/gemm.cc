@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "tf_disc/runtime/disc_abi.h"
 #include "tf_disc/runtime/gemm_bf16.h"
 #include "tf_disc/runtime/gemm_packed.h"
@@ -139,7 +139,9 @@ int64_t SkinnyTaskCost(const GemmArgs& g) {
 // task per batch entry.
 void RunSkinny(const GemmArgs* parts, int num_parts, int num_threads,
                const GemmParallelFor& parallel_for) {
-  std::vector<int64_t> first(num_parts + 1, 0), tiles(num_parts), per_batch(num_parts);
+  // Inline storage: every skinny GEMM comes through here (no heap per call).
+  absl::InlinedVector<int64_t, 5> first(num_parts + 1, 0);
+  absl::InlinedVector<int64_t, 4> tiles(num_parts), per_batch(num_parts);
   for (int p = 0; p < num_parts; ++p) {
     const GemmArgs& g = parts[p];
     tiles[p] = g.n / SkinnyTileCols(g);

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <string>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "tensorflow/core/framework/allocator.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/platform/threadpool.h"
@@ -239,8 +239,9 @@ int32_t KernelRuntime::GemmMulti(void* self_ptr, int32_t dtype, int32_t trans_a,
     return 1;
   }
   PoolView pool = ViewPool(self->ctx_);
-  std::vector<GemmArgs> args;
-  std::vector<std::shared_ptr<const PackedWeights::Pack>> packed;  // held until done
+  // Per call: no heap allocation for up to 4 parts (Q, K, V).
+  absl::InlinedVector<GemmArgs, 4> args;
+  absl::InlinedVector<std::shared_ptr<const PackedWeights::Pack>, 4> packed;  // held until done
   args.reserve(num_parts);
   for (int32_t i = 0; i < num_parts; ++i) {
     const DiscGemmPart& p = parts[i];

@@ -203,7 +203,8 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
         if fused and _versioned(info, loop):
             body += _versioned_with_reductions(info, loop, fused, em, scratch)
         elif fused:
-            body += _loop_with_reductions(loop, fused, em, scratch)
+            decls, fused_loop = _loop_with_reductions(loop, fused, em, scratch)
+            body += decls + fused_loop
         elif loop:
             body += _row_loop(info, loop)
         for o in region.ops:
@@ -250,7 +251,7 @@ def _unit_stride(info: StitchInfo, lines: list[str]) -> tuple[str, list[str]]:
 
 def _versioned(info: StitchInfo, loop: list[str]) -> bool:
     """_row_loop emits two copies of this loop (a stride-1 and a strided one)."""
-    return _row_loop(info, loop)[0].startswith("if (")
+    return bool(_unit_stride(info, loop)[0])
 
 
 def _fusable_reduce(o: Op, em: _Emitter, scratch: list[Value], ph: int) -> bool:
@@ -268,14 +269,15 @@ HALF_BLOCK = 16
 
 
 def _loop_with_reductions(loop: list[str], reds: list[Op], em: _Emitter,
-                          scratch: list[Value]) -> list[str]:
+                          scratch: list[Value]) -> tuple[list[str], list[str]]:
     """The row loop in blocks of FUSED_BLOCK elements, each block's values of
     reds' inputs read back from scratch (still in registers or L1) into two
     accumulator vectors: no second pass over the row for the reduction
     (5% of a softmax kernel).  A last half block of 16 combines the same
     way, then the lane fold and a scalar tail of at most 15 elements on a
     local accumulator (one in memory, or 16 scalar maxes, made the tails of
-    rows of 48 or 112 elements a third of an attention softmax row)."""
+    rows of 48 or 112 elements a third of an attention softmax row).
+    Returns (declarations of reds' results, the loop)."""
     decls, head, steps, half, tails = [], [], [], [], []
     for o in reds:
         x, r, t = o.operands[0], o.result, o.operands[0].dtype.ctype
@@ -300,13 +302,13 @@ def _loop_with_reductions(loop: list[str], reds: list[Op], em: _Emitter,
         return ["  #pragma GCC ivdep", f"  for (int u = 0; u < {n}; ++u) {{",
                 "    const int64_t j = j0 + u;", *["    " + x for x in loop], "  }",
                 *["  " + ln for ln in step_lines]]
-    return [*decls, "{", "int64_t j0 = 0;", *head,
-            f"for (; j0 + {FUSED_BLOCK} <= R; j0 += {FUSED_BLOCK}) {{",
-            *block(FUSED_BLOCK, steps), "}",
-            f"if (j0 + {HALF_BLOCK} <= R) {{", *block(HALF_BLOCK, half), f"  j0 += {HALF_BLOCK};", "}",
-            "#pragma GCC ivdep",
-            "for (int64_t j = j0; j < R; ++j) {", *["  " + x for x in loop], "}",
-            *tails, "}"]
+    return decls, ["{", "int64_t j0 = 0;", *head,
+                   f"for (; j0 + {FUSED_BLOCK} <= R; j0 += {FUSED_BLOCK}) {{",
+                   *block(FUSED_BLOCK, steps), "}",
+                   f"if (j0 + {HALF_BLOCK} <= R) {{", *block(HALF_BLOCK, half), f"  j0 += {HALF_BLOCK};", "}",
+                   "#pragma GCC ivdep",
+                   "for (int64_t j = j0; j < R; ++j) {", *["  " + x for x in loop], "}",
+                   *tails, "}"]
 
 
 def _versioned_with_reductions(info: StitchInfo, loop: list[str], reds: list[Op],
@@ -317,8 +319,7 @@ def _versioned_with_reductions(info: StitchInfo, loop: list[str], reds: list[Op]
     scores load has a runtime stride (its last dim may broadcast), and its
     separate max pass was 12% of the kernel (B=4, S=16..256)."""
     unit, fast = _unit_stride(info, loop)
-    fused = _loop_with_reductions(fast, reds, em, scratch)
-    decls, fused = fused[:len(reds)], fused[len(reds):]   # "float v5;" per reduction
+    decls, fused = _loop_with_reductions(fast, reds, em, scratch)
     strided = _plain_loop(loop)
     for o in reds:
         strided += _row_reduce(o, em, scratch, declare=False)
