@@ -174,27 +174,16 @@ def onnx_runtime(config: Config) -> Optional[Callable]:
     return worker
 
 
-def eigen_gemm(fn: Callable, skinny: str = "0") -> Callable:
-    """Ours with the runtime's skinny-GEMM kernel switched off for the call
-    (DISC_GEMM_SKINNY=0), or its tile choice (w: the 6 x 64 tile for all m):
-    the before/after of that kernel in one run."""
+def switched(fn: Callable, **switches: str) -> Callable:
+    """Ours with runtime A/B switches set for the call (runtime/switches.h),
+    so one run times a kernel change both ways: DISC_GEMM_SKINNY=0 (skinny
+    GEMMs on Eigen) or w (the 6 x 64 tile for all m), DISC_GEMM_MULTI=0
+    (merged Q/K/V products one at a time), DISC_GEMM_EPILOGUE=0 (epilogues
+    as a second pass over C instead of per block while in cache)."""
     import blade_disc_tf as disc
 
     def call(*args):
-        with disc.runtime_switches(DISC_GEMM_SKINNY=skinny):
-            out = fn(*args)
-            return out.numpy() if hasattr(out, "numpy") else out
-    return call
-
-
-def no_multi_gemm(fn: Callable) -> Callable:
-    """Ours with merged GEMMs (passes/merge_gemm.py: Q, K, V in one
-    rt->gemm_multi) run one product at a time (DISC_GEMM_MULTI=0): the
-    before/after of the merge in one run."""
-    import blade_disc_tf as disc
-
-    def call(*args):
-        with disc.runtime_switches(DISC_GEMM_MULTI="0"):
+        with disc.runtime_switches(**switches):
             out = fn(*args)
             return out.numpy() if hasattr(out, "numpy") else out
     return call
@@ -218,9 +207,12 @@ def build_modes(config: Config, weights, names: str) -> List[Mode]:
         Mode("onnxruntime", lambda: onnx_runtime(config)),
         Mode("ours", fresh(model), ours=True),
         Mode("ours_async", fresh(model), ours=True, async_compile=True),
-        Mode("ours_eigen_gemm", lambda: eigen_gemm(fresh(model)()), ours=True),
-        Mode("ours_wide_tile", lambda: eigen_gemm(fresh(model)(), "w"), ours=True),
-        Mode("ours_no_multi", lambda: no_multi_gemm(fresh(model)()), ours=True),
+        Mode("ours_eigen_gemm", lambda: switched(fresh(model)(), DISC_GEMM_SKINNY="0"),
+             ours=True),
+        Mode("ours_wide_tile", lambda: switched(fresh(model)(), DISC_GEMM_SKINNY="w"), ours=True),
+        Mode("ours_no_multi", lambda: switched(fresh(model)(), DISC_GEMM_MULTI="0"), ours=True),
+        Mode("ours_epilogue_pass", lambda: switched(fresh(model)(), DISC_GEMM_EPILOGUE="0"),
+             ours=True),
         Mode("gemm_floor(ours)", lambda: tf.function(floor, input_signature=floor_spec),
              ours=True, floor=True),
     ]

@@ -54,6 +54,18 @@ class Region:
     outputs: list[Value]
 
 
+def outer_operands(ops: list["Op"]) -> list[Value]:
+    """Values ops read that none of them defines, in first-read order: the
+    operands of a fusion op whose region is ops."""
+    inner = {r for o in ops for r in o.results}
+    out: list[Value] = []
+    for o in ops:
+        for v in o.operands:
+            if v not in inner and v not in out:
+                out.append(v)
+    return out
+
+
 @dataclasses.dataclass(eq=False)
 class Op:
     name: str

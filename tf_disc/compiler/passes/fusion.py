@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from ..ir.core import Func, Namer, Op, Region, Value
+from ..ir.core import Func, Namer, Op, Region, Value, outer_operands
 from ..ir.opset import spec
 
 log = logging.getLogger("blade_disc_tf.compiler")
@@ -146,13 +146,7 @@ def fuse(func: Func) -> Func:
         results = [Value(namer(), r.type) for r in roots]
         for r, res in zip(roots, results):
             outer[r] = res
-        inner_defined = {r for o in inner_ops for r in o.results}
-        externals: list[Value] = []
-        for o in inner_ops:
-            for v in o.operands:
-                if v not in inner_defined and v not in externals:
-                    externals.append(v)
-        fusion = Op("fusion", externals, results, {"kernel": k},
+        fusion = Op("fusion", outer_operands(inner_ops), results, {"kernel": k},
                     Region(inner_ops, [rename.get(r, r) for r in roots]))
         kernels.append((lvl, k, fusion))
         log.debug("fusion: kernel %d (level %d) computes %s from %d ops", k, lvl,

@@ -26,6 +26,7 @@ from .outputs import materialize_outputs
 from .rematerialize import rematerialize_broadcasts
 from .sink_broadcasts import sink_broadcasts
 from .speculate import speculate
+from .split_epilogues import split_epilogues
 from .stitch import stitch
 
 log = logging.getLogger("blade_disc_tf.compiler")
@@ -44,6 +45,7 @@ PIPELINE: list[tuple[str, Pass]] = [
     ("materialize_outputs", materialize_outputs),
     ("stitch", stitch),
     ("fuse", fuse),
+    ("split_epilogues", split_epilogues),
     ("gemm_epilogue", fuse_gemm_epilogues),
     ("merge_gemm", merge_gemms),
     ("assign_buffers", assign_buffers),
