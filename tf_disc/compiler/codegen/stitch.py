@@ -10,7 +10,9 @@ max) is combined block by block inside the loop that stores its input
 instead of in a second pass (float sums measured no faster so).  Row values
 read in a later phase are kept in a per-chunk scratch row (malloc'ed once
 per parallel chunk), so each input row is read from memory once and stays
-in cache for all of its phases.
+in cache for all of its phases; a value of one cheap op of stored or input
+rows (LayerNorm's x - mean) is recomputed where read instead, in a float
+row sum's vector lanes too (_recomputed).
 """
 from __future__ import annotations
 
