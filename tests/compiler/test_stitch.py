@@ -527,3 +527,75 @@ def test_masked_softmax_every_block_remainder(compiler, dtype):
     for s in (15, 16, 17, 31, 47, 48, 63, 80, 95):
         mask = (rng.random((2, 1, 1, s)) > 0.3).astype(nt)
         check(compiler, masked_softmax, spec, [_x((2, 3, s, s)).astype(nt), mask])
+
+
+LAYERNORM_IR = """func @f(%arg0: f32[s0,s1], %arg1: f32[s1], %arg2: f32[], %arg3: f32[s0,s1]) {
+  %v0 = reduce(%arg0) {"dimensions": [1],"kind": "sum"} : f32[s0]
+  %v1 = broadcast_in_dim(%v0) {"broadcast_dimensions": [0]} : f32[s0,s1]
+  %v2 = broadcast_in_dim(%arg2) {"broadcast_dimensions": []} : f32[s0,s1]
+  %v3 = divide(%v1, %v2) : f32[s0,s1]
+  %v4 = squared_difference(%v3, %arg0) : f32[s0,s1]
+  %v5 = reduce(%v4) {"dimensions": [1],"kind": "sum"} : f32[s0]
+  %v6 = subtract(%arg0, %v3) : f32[s0,s1]
+  %v7 = broadcast_in_dim(%v5) {"broadcast_dimensions": [0]} : f32[s0,s1]
+  %v8 = rsqrt(%v7) : f32[s0,s1]
+  %v9 = multiply(%v6, %v8) : f32[s0,s1]
+  %v10 = broadcast_in_dim(%arg1) {"broadcast_dimensions": [1]} : f32[s0,s1]
+  %v11 = multiply(%v9, %v10) : f32[s0,s1]
+  %v12 = add(%arg3, %v6) : f32[s0,s1]
+  %v13 = reduce(%v12) {"dimensions": [1],"kind": "max_ignore_nan"} : f32[s0]
+  return(%v11, %v13)
+}
+"""
+
+
+def test_layernorm_rows_recompute_instead_of_scratch():
+    # x - mean (read by a later phase) and (mean - x)^2 (read by the
+    # variance sum only) are recomputed from the input row: no scratch row
+    # and no store loop for them; the max_ignore_nan input r + (x - mean)
+    # stays stored (its lanes combine in the loop storing it)
+    src = _stitch_source(LAYERNORM_IR)
+    assert "s0[j] = v12;" in src and "s1" not in src, src
+    var_sum = src[src.index("double a_v5_s"):src.index("const float v5 =")]
+    assert "a_v5_ld(c.p2 + row + j + 48)" in var_sum, var_sum
+    assert "double(float((v3 - c.p2[row + j]) * (v3 - c.p2[row + j])))" in var_sum
+    last = src[src.index("const float v8 ="):]
+    assert "float(float(c.p2[row + j] - v3) * v8)" in last, last
+
+
+def test_recompute_skips_outputs_and_costly_ops():
+    ir = LAYERNORM_IR.replace("return(%v11, %v13)", "return(%v11, %v6)").replace(
+        "  %v12 = add(%arg3, %v6) : f32[s0,s1]\n  %v13 = reduce(%v12) "
+        "{\"dimensions\": [1],\"kind\": \"max_ignore_nan\"} : f32[s0]\n", "")
+    src = _stitch_source(ir)
+    # v6 is an output: stored in its phase, read back from scratch
+    assert "s0[j] = v6;" in src and "float(s0[j] * v8)" in src, src
+    src = _stitch_source(LAYERNORM_IR.replace("%v4 = squared_difference(%v3, %arg0)",
+                                              "%v4 = maximum(%v3, %arg0)"))
+    assert "s0[j] = v4;" in src and "std::memcpy(&x, s0 + j" in src   # a maximum is stored
+
+
+def layernorm_every_tail(x, r, g, b):
+    y = keras_layernorm(x + r * 0.5, g, b)
+    return y, tf.reduce_mean(tf.square(x - tf.reduce_mean(x, -1, keepdims=True)), -1)
+
+
+def test_layernorm_row_lengths_and_specials(compiler):
+    # row lengths around the vector widths and SUM_BLOCK, empty rows, and
+    # NaN/inf inputs (their rows NaN as TF's)
+    for n in [1, 2, 7, 15, 16, 17, 33, 63, 64, 65, 100, 768, 1025, 2100]:
+        spec = [tf.TensorSpec([None, n], F)] * 2 + [tf.TensorSpec([n], F)] * 2
+        exe, out_dt = compiler.executable(layernorm_every_tail, spec)
+        for rows in (5, 0):
+            x, r = _x((rows, n)) + 3.0, _x((rows, n))
+            if rows:
+                x[1, rng.integers(n)] = np.nan
+                x[2, n - 1] = np.inf
+                r[3, 0] = -np.inf
+            inputs = [x, r, _x((n,)), _x((n,))]
+            got = exe(inputs, out_dt)
+            want = [w.numpy() for w in layernorm_every_tail(*[tf.constant(v) for v in inputs])]
+            for k, (g, w) in enumerate(zip(got, want)):
+                assert g.shape == w.shape
+                np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=f"n={n} out {k}")
+                np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4, err_msg=f"n={n} out {k}")

@@ -279,17 +279,28 @@ template <class T> inline T disc_expm1(T x) {
   return u == T(1) ? x : r;
 }
 
-// ptanh_float / ptanh_double: odd/even rational approximations.
+// ptanh_float / ptanh_double: odd/even rational approximations.  The float
+// one evaluates its polynomials with fused multiply-adds (Eigen's FMA build;
+// TF's non-FMA one rounds twice per step): 9 fewer AVX-512 instructions per
+// 16 floats, 0.445 -> 0.390 ns per element of a bias-add+tanh loop in L1, one
+// thread; error vs float64 tanh 4.7 ulp at most (5.5 unfused) on a dense
+// grid of [-20, 20] (tests/compiler/test_erf_tanh_accuracy.py).
 inline float disc_tanh(float a) {
-  const float c = 7.90738964080810547f;  // the non-FMA clamp
-  const float x = disc_pmax(disc_pmin(a, c), -c);
+  // |a| clamped to c = 8.01773357f, the smallest float whose fused quotient
+  // is exactly 1 (none below it exceeds 1; tanh(+-inf) = +-1 as TF's), by
+  // one unsigned min of its bits, NaN selected back at the end: a float
+  // min/max pair is compares, blends and masked moves in GCC's vector code
+  // (tanh-GELU's loop 0.54 -> 0.45 ns per element, one thread, in L1).
+  const uint32_t b = disc_bits<uint32_t>(a), m = b & 0x7fffffffu;
+  const uint32_t c = 0x410048a3u;
+  const float x = disc_bits<float>((m < c ? m : c) | (b & 0x80000000u));
   const float x2 = x * x, x3 = x2 * x;
-  float p = disc_madd(disc_madd(disc_madd(1.394553628e-8f, x2, 2.102733560e-5f), x2, 3.520756727e-3f),
-                      x2, 1.340216100e-1f);
-  float q = disc_madd(disc_madd(disc_madd(disc_madd(8.015776984e-7f, x2, 3.326951409e-4f), x2,
-                                          2.597254514e-2f), x2, 4.673548340e-1f), x2, 1.0f);
-  p = disc_madd(x3, p, x);
-  return p / q;
+  float p = __builtin_fmaf(__builtin_fmaf(__builtin_fmaf(1.394553628e-8f, x2, 2.102733560e-5f), x2,
+                                          3.520756727e-3f), x2, 1.340216100e-1f);
+  float q = __builtin_fmaf(__builtin_fmaf(__builtin_fmaf(__builtin_fmaf(8.015776984e-7f, x2, 3.326951409e-4f),
+                                                         x2, 2.597254514e-2f), x2, 4.673548340e-1f), x2, 1.0f);
+  p = __builtin_fmaf(x3, p, x);
+  return a != a ? a : p / q;
 }
 inline double disc_tanh(double a) {
   const double c = 17.714196154005176;  // the non-FMA clamp
@@ -334,23 +345,38 @@ inline double disc_logistic(double x) {
   return e == __builtin_inf() ? 1.0 : e / (1.0 + e);
 }
 
-// generic_fast_erf<float>
-inline float disc_erf(float x) {
-  const float x2 = disc_pmin(16.0f, x * x);
+// generic_fast_erf<float>, its Horner steps fused (Eigen's FMA build) and
+// x clamped to +-c, the smallest float whose fused quotient is exactly 1
+// (none below it exceeds 1), instead of clamping x^2 to 16 and the quotient
+// to [-1, 1]: GELU's bias + x/2 (1 + erf(x/sqrt2)) loop 0.568 -> 0.355 ns
+// per element in L1, one thread (0.473 with the fused steps alone, 0.41
+// with float min/max clamps, which GCC makes compares, blends and masked
+// moves).  The clamp is one unsigned min of |x|'s bits (NaN would become c,
+// so NaN is selected back at the end).  Equal to the fused form below c;
+// error vs float64 erf over every float 5.5 ulp, 3.3e-7 absolute at most
+// (unfused: 7.4 ulp, 4.4e-7), |erf| <= 1, odd, erf(+-inf) = +-1, NaN stays
+// NaN (tests/compiler/test_erf_tanh_accuracy.py).  The quotient stays a
+// division: GCC vectorizes no rcp14 + Newton step without -ffast-math, and
+// the divider overlaps the FMAs (a product in its place saves 0.03 ns).
+inline float disc_erf(float x0) {
+  const uint32_t b = disc_bits<uint32_t>(x0), a = b & 0x7fffffffu;
+  const uint32_t c = 0x4067f6f6u;   // 3.62444830f
+  const float x = disc_bits<float>((a < c ? a : c) | (b & 0x80000000u));
+  const float x2 = x * x;
   float p = 2.123732201653183437883853912353515625e-06f;
-  p = disc_madd(p, x2, 2.861979592125862836837768554687500000e-04f);
-  p = disc_madd(p, x2, 3.658048342913389205932617187500000000e-03f);
-  p = disc_madd(p, x2, 5.243302136659622192382812500000000000e-02f);
-  p = disc_madd(p, x2, 1.874160766601562500000000000000000000e-01f);
-  p = disc_madd(p, x2, 1.128379106521606445312500000000000000e+00f);
+  p = __builtin_fmaf(p, x2, 2.861979592125862836837768554687500000e-04f);
+  p = __builtin_fmaf(p, x2, 3.658048342913389205932617187500000000e-03f);
+  p = __builtin_fmaf(p, x2, 5.243302136659622192382812500000000000e-02f);
+  p = __builtin_fmaf(p, x2, 1.874160766601562500000000000000000000e-01f);
+  p = __builtin_fmaf(p, x2, 1.128379106521606445312500000000000000e+00f);
   p = x * p;
   float q = 3.89185734093189239501953125000e-05f;
-  q = disc_madd(q, x2, 1.14329601638019084930419921875e-03f);
-  q = disc_madd(q, x2, 1.47520881146192550659179687500e-02f);
-  q = disc_madd(q, x2, 1.12945675849914550781250000000e-01f);
-  q = disc_madd(q, x2, 4.99425798654556274414062500000e-01f);
-  q = disc_madd(q, x2, 1.0f);
-  return disc_pmax(disc_pmin(p / q, 1.0f), -1.0f);
+  q = __builtin_fmaf(q, x2, 1.14329601638019084930419921875e-03f);
+  q = __builtin_fmaf(q, x2, 1.47520881146192550659179687500e-02f);
+  q = __builtin_fmaf(q, x2, 1.12945675849914550781250000000e-01f);
+  q = __builtin_fmaf(q, x2, 4.99425798654556274414062500000e-01f);
+  q = __builtin_fmaf(q, x2, 1.0f);
+  return x0 != x0 ? x0 : p / q;
 }
 
 // erfc(float), one branch for every x (TF runs Eigen's generic_fast_erfc,

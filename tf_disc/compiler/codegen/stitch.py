@@ -10,11 +10,14 @@ max) is combined block by block inside the loop that stores its input
 instead of in a second pass (float sums measured no faster so).  Row values
 read in a later phase are kept in a per-chunk scratch row (malloc'ed once
 per parallel chunk), so each input row is read from memory once and stays
-in cache for all of its phases.
+in cache for all of its phases; a value of one cheap op of stored or input
+rows (LayerNorm's x - mean) is recomputed where read instead, in a float
+row sum's vector lanes too (_recomputed).
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 from ..ir.core import Op, Value
 from . import ops as optable
@@ -145,6 +148,8 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
                 scratch.append(x)
     t_of = {r: r.dtype.ctype for o in region.ops for r in o.results}
     producer = {r: o for o in region.ops for r in o.results}
+    recompute = _recomputed(em, region.ops, producer, scratch, outputs, loads)
+    scratch = [x for x in scratch if x not in recompute]
     cost = 0
     body: list[str] = []
     per_row_done: set[Value] = set()
@@ -154,7 +159,20 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
             return em.external(x)
         if x in scratch and em.phase[x] < use_phase:
             return f"s{scratch.index(x)}[j]"
+        if x in recompute and em.phase[x] < use_phase:
+            o = producer[x]
+            return optable.emit(o, [operand(y, use_phase) for y in o.operands], t_of[x])
         return em.expr[x]
+
+    def lanes_of(x: Value, vt: str, load: str, j: str) -> str:
+        """x (in recompute, read by a row sum) as a vector of type vt at
+        element j: its scratch rows read by load(pointer), per-row values
+        as scalars (GCC broadcasts them)."""
+        o = producer[x]
+        args = [f"{load}(s{scratch.index(y)} + {j})" if y in scratch else
+                f"{load}(c.p{em.buf(y)} + row + {j})" if em.is_row(y) else
+                operand(y, em.phase[x]) for y in o.operands]
+        return optable.emit(o, args, vt)
 
     def compute(o: Op, ph: int) -> list[str]:
         """Statements defining o's value in phase ph (none for broadcasts)."""
@@ -198,6 +216,8 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
                 loop.append(f"s{scratch.index(r)}[j] = {em.expr[r]};")
             if r in outputs:
                 loop.append(f"c.o{outputs[r]}[row + j] = {em.expr[r]};")
+        if not any(x.startswith(("s", "c.o")) and "] = " in x for x in loop):
+            loop = []   # every value is recomputed where read (_recomputed)
         fused = [o for o in region.ops if o.name == "reduce"
                  and _fusable_reduce(o, em, scratch, ph) and loop]
         if fused and _versioned(info, loop):
@@ -209,7 +229,11 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
             body += _row_loop(info, loop)
         for o in region.ops:
             if o.name == "reduce" and em.phase.get(o.operands[0], 0) == ph:
-                body += [] if o in fused else _row_reduce(o, em, scratch)
+                x = o.operands[0]
+                lanes = (lambda vt, ld, j, x=x: lanes_of(x, vt, ld, j)) if x in recompute else None
+                body += [] if o in fused else _row_reduce(
+                    o, em, scratch, vec=lanes,
+                    scalar=operand(x, em.phase[x] + 1) if x in recompute else None)
                 if o.result in outputs:
                     body.append(f"c.o{outputs[o.result]}[r] = {o.result.name};")
                 cost += 1
@@ -327,6 +351,35 @@ def _versioned_with_reductions(info: StitchInfo, loop: list[str], reds: list[Op]
             *["  " + x for x in strided], "}"]
 
 
+# Elementwise ops cheap enough to recompute where a later phase or a row sum
+# reads them (one or two vector instructions per 16 elements) instead of a
+# scratch store and its reloads.
+_RECOMPUTE = ("add", "subtract", "multiply", "negate", "square", "squared_difference")
+
+
+def _recomputed(em: _Emitter, ops: list[Op], producer: dict[Value, Op],
+                scratch: list[Value], outputs: dict, loads: set[Value]) -> set[Value]:
+    """Scratch rows recomputed where read instead of stored: a cheap op
+    (_RECOMPUTE), not an output, of per-row values, input rows and stored
+    scratch rows (and, unless a float row sum reads it in vector lanes, of
+    broadcast loads); its reductions are float sums.  LayerNorm's x - mean
+    (read by its last phase) and (x - mean)^2 (read by the variance sum
+    only): a store and a reload per element each."""
+    out: set[Value] = set()
+    order = {o.result: k for k, o in enumerate(ops)}
+    for x in sorted(scratch, key=order.__getitem__):   # operands first
+        o = producer.get(x)
+        if o is None or o.name not in _RECOMPUTE or x in outputs:
+            continue
+        reds = [u for u in ops if u.name == "reduce" and x in u.operands]
+        if any(u.attrs["kind"] != "sum" or x.dtype.ctype != "float" for u in reds):
+            continue
+        if all(not em.is_row(y) or y not in em.region_vals or (y in scratch and y not in out)
+               or (y in loads and not reds) for y in o.operands):
+            out.add(x)
+    return out
+
+
 def _minus_row_max(v: Value, producer: dict[Value, Op]) -> bool:
     """v = a - broadcast(max of a over the row) (softmax's shift): <= 0 or
     NaN, as max/max_ignore_nan reduce every element of the row of a."""
@@ -393,19 +446,27 @@ def _lane_combine(kind: str, acc: str, v: str) -> str:
 _VECTOR_KINDS = ("sum", "prod", "max_ignore_nan")
 
 
-def _row_reduce(o: Op, em: _Emitter, scratch: list[Value], declare: bool = True) -> list[str]:
+def _row_reduce(o: Op, em: _Emitter, scratch: list[Value], declare: bool = True,
+                vec: Callable[[str, str, str], str] | None = None,
+                scalar: str | None = None) -> list[str]:
     """Reduction of one row into the per-row value o.result: independent
     accumulators (one vector register of lanes), combined at the end.
-    declare=False assigns a result declared by the caller."""
+    declare=False assigns a result declared by the caller.  A float sum of
+    a recomputed input (_recomputed) reads it through vec(vector type,
+    load function, index) and, in its scalar tail, scalar."""
     x, r = o.operands[0], o.result
     kind, t = o.attrs["kind"], x.dtype.ctype
-    at = "double" if (t == "float" and kind in ("sum", "prod")) else t
-    lanes = 8 if at in ("double", "int64_t") else 16
-    src = f"s{scratch.index(x)}" if x in em.region_vals else f"(c.p{em.buf(x)} + row)"
     em.expr[r] = r.name
     a = f"a_{r.name}"
     if t == "float" and kind == "sum":
+        if vec is not None:
+            return _blocked_float_sum(a, "", r.name, r.dtype.ctype, declare,
+                                      lambda j: vec(f"{a}_v", f"{a}_ld", j), scalar)
+        src = f"s{scratch.index(x)}" if x in em.region_vals else f"(c.p{em.buf(x)} + row)"
         return _blocked_float_sum(a, src, r.name, r.dtype.ctype, declare)
+    at = "double" if (t == "float" and kind in ("sum", "prod")) else t
+    lanes = 8 if at in ("double", "int64_t") else 16
+    src = f"s{scratch.index(x)}" if x in em.region_vals else f"(c.p{em.buf(x)} + row)"
     if at in ("float", "double") and kind in _VECTOR_KINDS:
         main = _vector_lanes(kind, t, at, lanes, a, src)   # lanes folded into a[0]
         fold = []
@@ -436,21 +497,30 @@ def _declared(t: str, declare: bool) -> str:
 SUM_BLOCK = 1024
 
 
-def _blocked_float_sum(a: str, src: str, name: str, rt: str, declare: bool = True) -> list[str]:
+def _blocked_float_sum(a: str, src: str, name: str, rt: str, declare: bool = True,
+                       lanes: Callable[[str], str] | None = None,
+                       scalar: str | None = None) -> list[str]:
     """A float row sum as 64 float lanes (four 16-float registers) per block
     of SUM_BLOCK elements, each block folded into 8 double lanes: one vaddps
     per 16 elements instead of two vcvtps2pd + two vaddpd (12% of the
     softmax kernel), while a lane still rounds at most 16 additions in
-    float (TF's own f32 sums accumulate in float)."""
+    float (TF's own f32 sums accumulate in float).  The summands are src's
+    elements, or lanes(index) (16 at once, {a}_ld loads a vector) and
+    scalar (element j) for an input computed here instead of read."""
     vt, dt = f"{a}_v", f"{a}_d"
 
     def step(k: int) -> str:
         off = f" + {16 * k}" if k else ""
+        if lanes is not None:
+            return f"{{ const {vt} x = {lanes('j' + off)}; {a}{k} += x; }}"
         return f"{{ {vt} x; std::memcpy(&x, {src} + j{off}, sizeof x); {a}{k} += x; }}"
+    load = [] if lanes is None else [
+        f"const auto {a}_ld = [](const float* p) {{ {vt} x; std::memcpy(&x, p, sizeof x); return x; }};"]
     return [f"double {a}_s = 0;",
             "{",
             f"typedef float {vt} __attribute__((vector_size(16 * sizeof(float))));",
             f"typedef double {dt} __attribute__((vector_size(8 * sizeof(double))));",
+            *load,
             f"{dt} {a}_t = {dt}{{}};",
             "int64_t j = 0;",
             "while (j + 16 <= R) {",
@@ -468,7 +538,7 @@ def _blocked_float_sum(a: str, src: str, name: str, rt: str, declare: bool = Tru
             "}",
             *_tree_fold("sum", f"{a}_t", 8),
             f"{a}_s += {a}_t[0];",
-            f"for (; j < R; ++j) {a}_s += double({src}[j]);",
+            f"for (; j < R; ++j) {a}_s += double({scalar if lanes is not None else f'{src}[j]'});",
             "}",
             f"{_declared(rt, declare)}{name} = {rt}({a}_s);"]
 
