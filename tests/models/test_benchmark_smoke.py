@@ -5,19 +5,9 @@ import os
 import subprocess
 import sys
 
+from bench_tables import table_rows
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-
-
-def _rows(out: str, title: str) -> dict:
-    lines = out[out.index(title):].splitlines()
-    header = lines[1].split()
-    rows = {}
-    for line in lines[2:]:
-        if not line.strip():
-            break
-        cells = line.split()
-        rows[cells[0]] = dict(zip(header, cells))
-    return rows
 
 
 def test_bert_dynamic_quick_prints_tables(tmp_path):
@@ -27,7 +17,7 @@ def test_bert_dynamic_quick_prints_tables(tmp_path):
                           env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    rows = _rows(out, "Workload A (")
+    rows = table_rows(out, "Workload A (")
     for mode in ("tf", "tf1_session", "xla", "ours", "ours_async", "gemm_floor(ours)"):
         assert mode in rows, out
     assert "onnxruntime" in rows or "ONNX Runtime mode skipped" in out, out
@@ -37,4 +27,4 @@ def test_bert_dynamic_quick_prints_tables(tmp_path):
         assert int(rows[mode]["DiscLaunch"]) >= 1 and rows[mode]["compiles"] == "1", out
         assert float(rows[mode]["steady_s"]) > 0, out
     assert "FALLBACKS" not in out, out
-    assert "steady/tf" in _rows(out, "Workload A: time ratios")["ours"], out
+    assert "steady/tf" in table_rows(out, "Workload A: time ratios")["ours"], out
