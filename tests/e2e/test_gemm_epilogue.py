@@ -65,8 +65,8 @@ def test_batched_static_weights_relu(disc):
 
 
 def test_bf16_fast_math_still_runs_the_epilogue(disc):
-    """fast_math="bf16": the bf16 kernel runs the epilogue on each task's
-    block (ReLU of -|x| - 1 is 0 only if it ran everywhere)."""
+    """fast_math="bf16": the bf16 kernel runs no epilogue itself; the
+    runtime then applies it as a pass (ReLU of -|x| - 1 is 0 only if it ran)."""
     disc.set_options(fast_math="bf16")
     try:
         @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)] * 2)

@@ -384,14 +384,12 @@ bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
   if (g.dtype & DISC_GEMM_FAST_BF16) {  // fast math: bf16 where it runs, else fp32
     GemmArgs f = g;
     f.dtype &= ~DISC_GEMM_FAST_BF16;
-    if (f.epilogue != nullptr && RuntimeSwitchValue(RuntimeSwitch::kGemmEpilogue) == '0') {
-      GemmArgs plain = f;  // the A/B switch: the epilogue as a second pass
-      plain.epilogue = nullptr;
-      if (RunGemmBf16(plain, num_threads, parallel_for)) {
-        if (f.batch > 0 && f.m > 0 && f.n > 0) EpiloguePass(f, num_threads, parallel_for);
-        return true;
-      }
-    } else if (RunGemmBf16(f, num_threads, parallel_for)) {  // epilogue per task
+    // Its kernel runs no epilogue: a pass after it.  Run per 256-column task
+    // instead, while in cache, it was 2-3% slower on workload B
+    // (bf16_fast_math.py --ab DISC_GEMM_EPILOGUE=0: 0.972x, 0.979x): an
+    // epilogue call per row piece pays the kernel's index set-up each time.
+    if (RunGemmBf16(f, num_threads, parallel_for)) {
+      if (f.batch > 0 && f.m > 0 && f.n > 0) EpiloguePass(f, num_threads, parallel_for);
       return true;
     }
     return RunGemm(f, num_threads, eigen_pool, parallel_for, error);

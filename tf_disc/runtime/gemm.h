@@ -60,8 +60,7 @@ using GemmParallelFor =
 
 // The epilogue (if any) on C[r0:r1, c0:c1] of batch entry b, just computed:
 // one call per row piece, or one for all rows when they are contiguous.
-// Inline: every GEMM kernel calls it (gemm_bf16.cc is also built alone, by
-// benchmarks/gemm_bf16_cpu.py).
+// Inline: the GEMM kernels (gemm.cc, gemm_skinny.cc) call it per block.
 inline void GemmEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0,
                          int64_t c1) {
   if (g.epilogue == nullptr || r0 >= r1 || c0 >= c1) return;

@@ -427,7 +427,6 @@ bool Run(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for
       } else {
         RunTask(g, bi, r0, r1, c0, c1);
       }
-      GemmEpilogue(g, bi, r0, r1, c0, c1);  // the task's block, still in cache
     }
   };
   const double flops = 2.0 * g.batch * g.m * g.n * g.k;
