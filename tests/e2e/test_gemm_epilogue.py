@@ -10,9 +10,8 @@ import tensorflow as tf
 from graph_inspection import total
 
 # (m, k, n): m = 1, skinny with a column tail (n % 64), empty, k = 0,
-# panels (m > 128), the threaded contraction (2 m k n >= 2e7; its output
-# kernel runs the epilogue per block: many blocks with ragged edges, and a
-# deep, narrow product that Eigen may shard by depth).
+# panels (m > 128), the threaded contraction (2 m k n >= 2e7; many blocks
+# with ragged edges, and a deep, narrow product that Eigen may shard by depth).
 SHAPES = [(1, 96, 200), (5, 96, 70), (64, 33, 128), (0, 96, 200), (7, 0, 130), (3, 96, 0),
           (200, 64, 100), (300, 256, 300), (1001, 96, 777), (130, 4096, 131), (2, 5, 3)]
 

@@ -77,31 +77,7 @@ bool Dense(const GemmArgs& g) {
          g.ldc == g.n;
 }
 
-// Eigen's contraction calls this on each block of C once the block's last
-// depth slice is done, on the thread that computed it (TF's fused MatMul
-// runs its bias/activation this way): the epilogue reads and writes the block
-// while it is in cache, instead of a second pass over all of C afterwards.
-// Row-major operands make Eigen contract the swapped, column-major problem:
-// its rows (i) are C's columns and its columns (j) C's rows.
-struct EpilogueOutputKernel {
-  const GemmArgs* g;
-  int64_t b;
-
-  template <typename Index, typename Scalar>
-  EIGEN_ALWAYS_INLINE void operator()(
-      const Eigen::internal::blas_data_mapper<Scalar, Index, Eigen::ColMajor>& /*out*/,
-      const Eigen::TensorContractionParams& params, Index i, Index j, Index num_rows,
-      Index num_cols) const {
-    if (params.swapped_arguments) {
-      GemmEpilogue(*g, b, j, j + num_cols, i, i + num_rows);
-    } else {
-      GemmEpilogue(*g, b, i, i + num_rows, j, j + num_cols);
-    }
-  }
-};
-
-// One batch entry with Eigen's tensor contraction on the thread pool, g's
-// epilogue (if any) fused per block.
+// One batch entry with Eigen's tensor contraction on the thread pool.
 template <typename T>
 void Contract(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int threads, int64_t b) {
   using In = Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor, Eigen::Index>>;
@@ -114,11 +90,7 @@ void Contract(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int threads, 
   Out c(static_cast<T*>(g.c) + b * g.stride_c, g.m, g.n);
   Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims = {
       Eigen::IndexPair<Eigen::Index>(g.trans_a ? 0 : 1, g.trans_b ? 1 : 0)};
-  if (g.epilogue == nullptr) {
-    c.device(dev) = a.contract(bm, dims);
-  } else {
-    c.device(dev) = a.contract(bm, dims, EpilogueOutputKernel{&g, b});
-  }
+  c.device(dev) = a.contract(bm, dims);
 }
 
 // Skinny float products (few rows of C, row-major B): Eigen packs all of B
@@ -264,7 +236,14 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
   if (eigen_pool != nullptr && Dense(g) && g.batch < 2 * num_threads &&
       flops / g.batch >= 2e7) {
     auto* pool = static_cast<Eigen::ThreadPoolInterface*>(eigen_pool);
-    for (int64_t b = 0; b < g.batch; ++b) Contract<T>(g, pool, num_threads, b);
+    for (int64_t b = 0; b < g.batch; ++b) {
+      Contract<T>(g, pool, num_threads, b);
+      if (g.epilogue != nullptr) {  // row blocks of the (dense) result, on the pool
+        parallel_for(g.m, g.n * 4 + 1, [&](int64_t r0, int64_t r1) {
+          GemmEpilogue(g, b, r0, r1, 0, g.n);
+        });
+      }
+    }
     return;
   }
   // Enough blocks for load balance on a shared machine, each big enough to
@@ -300,6 +279,18 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
 }
 
 }  // namespace
+
+// One call per row piece, or one for all rows when they are contiguous.
+void GemmEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (g.epilogue == nullptr || r0 >= r1 || c0 >= c1) return;
+  const int64_t base = g.epilogue_offset + b * g.stride_c;
+  if (c0 == 0 && c1 == g.n && g.ldc == g.n) {
+    return g.epilogue(g.epilogue_closure, base + r0 * g.n, base + r1 * g.n);
+  }
+  for (int64_t r = r0; r < r1; ++r) {
+    g.epilogue(g.epilogue_closure, base + r * g.ldc + c0, base + r * g.ldc + c1);
+  }
+}
 
 // A float GEMM whose B is a weight in transposed layout (the tied LM head
 // x E^T), packed once (GemmArgs::packed_b32), runs the packed kernel with no
@@ -384,11 +375,7 @@ bool RunGemm(const GemmArgs& g, int num_threads, void* eigen_pool,
   if (g.dtype & DISC_GEMM_FAST_BF16) {  // fast math: bf16 where it runs, else fp32
     GemmArgs f = g;
     f.dtype &= ~DISC_GEMM_FAST_BF16;
-    // Its kernel runs no epilogue: a pass after it.  Run per 256-column task
-    // instead, while in cache, it was 2-3% slower on workload B
-    // (bf16_fast_math.py --ab DISC_GEMM_EPILOGUE=0: 0.972x, 0.979x): an
-    // epilogue call per row piece pays the kernel's index set-up each time.
-    if (RunGemmBf16(f, num_threads, parallel_for)) {
+    if (RunGemmBf16(f, num_threads, parallel_for)) {  // its kernel runs no epilogue
       if (f.batch > 0 && f.m > 0 && f.n > 0) EpiloguePass(f, num_threads, parallel_for);
       return true;
     }

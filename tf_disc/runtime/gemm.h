@@ -58,20 +58,8 @@ struct GemmArgs {
 using GemmParallelFor =
     std::function<void(int64_t, int64_t, const std::function<void(int64_t, int64_t)>&)>;
 
-// The epilogue (if any) on C[r0:r1, c0:c1] of batch entry b, just computed:
-// one call per row piece, or one for all rows when they are contiguous.
-// Inline: the GEMM kernels (gemm.cc, gemm_skinny.cc) call it per block.
-inline void GemmEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0,
-                         int64_t c1) {
-  if (g.epilogue == nullptr || r0 >= r1 || c0 >= c1) return;
-  const int64_t base = g.epilogue_offset + b * g.stride_c;
-  if (c0 == 0 && c1 == g.n && g.ldc == g.n) {
-    return g.epilogue(g.epilogue_closure, base + r0 * g.n, base + r1 * g.n);
-  }
-  for (int64_t r = r0; r < r1; ++r) {
-    g.epilogue(g.epilogue_closure, base + r * g.ldc + c0, base + r * g.ldc + c1);
-  }
-}
+// The epilogue (if any) on C[r0:r1, c0:c1] of batch entry b, just computed.
+void GemmEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 
 // Whether RunGemm would run an fp32 GEMM like g (dtype float, no bf16
 // flag) on the packed kernel given a pre-packed B (so that packing B once is
