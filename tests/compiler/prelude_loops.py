@@ -23,6 +23,16 @@ def compile_loops(folder: str, name: str, loops: str) -> ctypes.CDLL:
     return ctypes.CDLL(lib)
 
 
+def map_loops(**loops: str) -> str:
+    """C++ source of one loop `void name(const float* x, float* y, int64_t n)`
+    per name=function, y[i] = function(x[i]), for compile_loops."""
+    return "".join(
+        '\nextern "C" __attribute__((visibility("default")))\n'
+        f"void {name}(const float* x, float* y, int64_t n) {{\n"
+        f"  for (int64_t i = 0; i < n; ++i) y[i] = {fn}(x[i]);\n}}\n"
+        for name, fn in loops.items())
+
+
 def float_map(fn) -> Callable[[np.ndarray], np.ndarray]:
     """numpy float32 array -> array, through a loop `void f(const float*,
     float*, int64_t n)`."""

@@ -8,18 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from .prelude_loops import compile_loops, float_map
+from .prelude_loops import compile_loops, float_map, map_loops
 
-_LOOP = r'''
-extern "C" __attribute__((visibility("default")))
-void erf_loop(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = disc_erf(x[i]);
-}
-extern "C" __attribute__((visibility("default")))
-void tanh_loop(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = disc_tanh(x[i]);
-}
-'''
+_LOOP = map_loops(erf_loop="disc_erf", tanh_loop="disc_tanh")
 
 
 @pytest.fixture(scope="module")

@@ -11,22 +11,10 @@ from blade_disc_tf.compiler.codegen.source import generate_source
 from blade_disc_tf.compiler.frontend import lower_graph, parse_function_def
 from blade_disc_tf.compiler.passes.pipeline import run_pipeline
 
-from .prelude_loops import compile_loops, float_map
+from .prelude_loops import compile_loops, float_map, map_loops
 
-_LOOP = r'''
-extern "C" __attribute__((visibility("default")))
-void fast_exp(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = disc_exp_fast(x[i]);
-}
-extern "C" __attribute__((visibility("default")))
-void fast_exp_nonpos(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = disc_exp_fast_nonpos(x[i]);
-}
-extern "C" __attribute__((visibility("default")))
-void fast_exp_nonpos_nan_free(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = disc_exp_fast_nonpos_nan_free(x[i]);
-}
-'''
+_LOOP = map_loops(fast_exp="disc_exp_fast", fast_exp_nonpos="disc_exp_fast_nonpos",
+                  fast_exp_nonpos_nan_free="disc_exp_fast_nonpos_nan_free")
 
 
 @pytest.fixture(scope="module")
