@@ -1,6 +1,6 @@
-"""disc_erf(float) and disc_tanh(float) (codegen/prelude.py, their Horner
-steps fused) within their documented error of float64 erf/tanh, compiled as
-kernels are (same flags, a vectorized loop): a dense grid through the
+"""disc_erf(float) (codegen/prelude.py, its Horner steps fused) and
+disc_tanh(float) (TF's non-FMA steps) within their documented error of
+float64 erf/tanh, compiled as kernels are (same flags, a vectorized loop): a dense grid through the
 rational parts and the clamps' tails, |result| <= 1, odd symmetry, and
 special values (NaN stays NaN, +-inf gives +-1)."""
 import math
@@ -36,7 +36,7 @@ def _errors(got: np.ndarray, x: np.ndarray, ref_fn) -> tuple[np.ndarray, np.ndar
 
 
 @pytest.mark.parametrize("name,ref_fn,max_ulp,max_abs", [
-    ("erf", math.erf, 5.5, 3.3e-7), ("tanh", math.tanh, 4.7, 3.0e-7)])
+    ("erf", math.erf, 5.5, 3.3e-7), ("tanh", math.tanh, 5.5, 3.3e-7)])
 def test_grid_within_bound(lib, name, ref_fn, max_ulp, max_abs):
     x = _grid()
     got = float_map(getattr(lib, f"{name}_loop"))(x)
