@@ -206,6 +206,7 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
     for ph in range(nphases):
         body += per_row_ops(ph)
         loop: list[str] = []
+        stores = False
         for o in row_ops:
             r = o.result
             if em.phase[r] != ph:
@@ -216,7 +217,8 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
                 loop.append(f"s{scratch.index(r)}[j] = {em.expr[r]};")
             if r in outputs:
                 loop.append(f"c.o{outputs[r]}[row + j] = {em.expr[r]};")
-        if not any(x.startswith(("s", "c.o")) and "] = " in x for x in loop):
+            stores = stores or r in scratch or r in outputs
+        if not stores:
             loop = []   # every value is recomputed where read (_recomputed)
         fused = [o for o in region.ops if o.name == "reduce"
                  and _fusable_reduce(o, em, scratch, ph) and loop]
@@ -458,15 +460,14 @@ def _row_reduce(o: Op, em: _Emitter, scratch: list[Value], declare: bool = True,
     kind, t = o.attrs["kind"], x.dtype.ctype
     em.expr[r] = r.name
     a = f"a_{r.name}"
+    if t == "float" and kind == "sum" and vec is not None:   # x has no row of its own
+        return _blocked_float_sum(a, "", r.name, r.dtype.ctype, declare,
+                                  lambda j: vec(f"{a}_v", f"{a}_ld", j), scalar)
+    src = f"s{scratch.index(x)}" if x in em.region_vals else f"(c.p{em.buf(x)} + row)"
     if t == "float" and kind == "sum":
-        if vec is not None:
-            return _blocked_float_sum(a, "", r.name, r.dtype.ctype, declare,
-                                      lambda j: vec(f"{a}_v", f"{a}_ld", j), scalar)
-        src = f"s{scratch.index(x)}" if x in em.region_vals else f"(c.p{em.buf(x)} + row)"
         return _blocked_float_sum(a, src, r.name, r.dtype.ctype, declare)
     at = "double" if (t == "float" and kind in ("sum", "prod")) else t
     lanes = 8 if at in ("double", "int64_t") else 16
-    src = f"s{scratch.index(x)}" if x in em.region_vals else f"(c.p{em.buf(x)} + row)"
     if at in ("float", "double") and kind in _VECTOR_KINDS:
         main = _vector_lanes(kind, t, at, lanes, a, src)   # lanes folded into a[0]
         fold = []
