@@ -10,6 +10,7 @@ from blade_disc_tf.compiler.codegen import source as codegen_source
 from blade_disc_tf.compiler.codegen.source import (generate_library, generate_source,
                                                    generate_units, split_kernel)
 from blade_disc_tf.compiler.errors import CompileError
+from blade_disc_tf.compiler import service
 from blade_disc_tf.compiler.service import _lower, parallel_units
 
 from .harness import Executable
@@ -108,6 +109,36 @@ def test_cache_key_does_not_depend_on_the_split(tmp_path, tiny_units):
 def test_small_library_stays_one_unit():
     func, _ = _func(mlp, [M, M, V])
     assert len(generate_units(func, 8)) == 1      # far below MIN_UNIT_CHARS
+
+
+def test_host_code_counts_toward_a_split(monkeypatch):
+    """A library whose kernels alone make one unit's worth still splits
+    when its host code (weighted) brings it to two: BERT's 4-layer cluster has
+    39 KB of kernels and 76 KB of host code, and one unit took 1.65 s where two
+    take 1.0 s.  The host stays in unit 0, kernels go to the other unit."""
+    func, _ = _func(stacked, [M, M, V, V])
+    versions = codegen_source._render_versions(func)
+    kernels = sum(len(k) for _, ks, _, _ in versions for k in ks)
+    host = int(codegen_source.HOST_WEIGHT * sum(len(c) + len(h) for c, _, _, h in versions))
+    monkeypatch.setattr(codegen_source, "MIN_UNIT_CHARS", (kernels + host) // 2)
+    assert kernels // codegen_source.MIN_UNIT_CHARS == 1  # kernels alone: one unit
+    units = generate_units(func, 2)
+    assert len(units) == 2 and "disc_entry(" in units[0] and "disc_entry(" not in units[1]
+    assert "void disc_" in units[1]
+    monkeypatch.setattr(codegen_source, "MIN_UNIT_CHARS", kernels + host + 1)
+    assert len(generate_units(func, 2)) == 1
+
+
+@pytest.mark.parametrize("samples,want", [([3, 2, 1, 1, 1], 1), ([3, 3, 2, 2, 2], 2),
+                                          ([4, 4, 4, 4, 4, 1], 4), ([1, 5], 1)])
+def test_runnable_tasks_skips_threads_that_stop_spinning(monkeypatch, samples, want):
+    """TF's pool threads spin a few ms before they sleep: the fewest runnable
+    tasks over five samples counts them out, busy ones stay (the sixth
+    sample is never taken)."""
+    seq = iter(samples)
+    monkeypatch.setattr(service, "_runnable_now", lambda: next(seq))
+    monkeypatch.setattr(service.time, "sleep", lambda s: None)
+    assert service._runnable_tasks() == want
 
 
 def test_split_kernel_rejects_other_text():

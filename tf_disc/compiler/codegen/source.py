@@ -34,8 +34,9 @@ _SPECULATED = ("disc_speculated", "disc_general")
 # string literals (never renamed).
 _LOCAL = re.compile(r"\b(?:a_)?v\d\w*")
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-# Kernel source characters per extra unit: each unit parses the prelude
-# again and the library needs a link step, which smaller splits don't repay.
+# Weighted source characters (kernels, plus the host code at HOST_WEIGHT) per
+# extra unit: each unit parses the prelude again (~0.2 s) and the library
+# needs a link step, which smaller splits don't repay.
 MIN_UNIT_CHARS = 20000
 # Host code (at HOST_OPT) compiles in about 0.25x the CPU time per character
 # of kernel code (-O3): decode_loop.py's cluster 3.7 vs 15.9 ms/KB, BERT's
@@ -209,13 +210,14 @@ def generate_library(func: Func, units: int) -> tuple[str, list[str]]:
     versions = _render_versions(func)
     single = _one_unit(func, versions)
     items = [(v, k) for v, (_, kernels, _, _) in enumerate(versions) for k in kernels]
-    units = max(1, min(units, len(items), sum(len(k) for _, k in items) // MIN_UNIT_CHARS))
+    host_size = int(HOST_WEIGHT * sum(len(c) + len(h) for c, _, _, h in versions))
+    weight = host_size + sum(len(k) for _, k in items)
+    units = max(1, min(units, len(items) + 1, weight // MIN_UNIT_CHARS))
     if units == 1:
         return single, [single]
-    host_size = HOST_WEIGHT * sum(len(c) + len(h) for c, _, _, h in versions)
-    where = _assign([len(k) for _, k in items], units, int(host_size))
+    where = _assign([len(k) for _, k in items], units, host_size)
     out = []
-    for u in range(units):
+    for u in sorted(set(where) | {0}):
         parts = _head(func) + (_helper(func) if u == 0 else [])
         for v, (ns, (const_src, _, aliases, host)) in enumerate(zip(names, versions)):
             mine = [k for (kv, k), ku in zip(items, where) if kv == v and ku == u]
