@@ -116,3 +116,41 @@ def test_node_names_are_escaped(tmp_path):
     with pytest.raises(DiscError) as e:
         exe([np.zeros(2, np.float32), np.zeros(3, np.float32)], [np.float32])
     assert weird in e.value.message
+
+
+def _recording_cxx(tmp_path):
+    """A compiler wrapper that logs its own nice value and autogroup line,
+    after a pause (the parent lowers the priority just after starting it)."""
+    log = tmp_path / "priority.log"
+    script = tmp_path / "cxx.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" != "--version" ]; then\n'
+        "  sleep 0.3\n"
+        f"  {{ cut -d' ' -f19 /proc/self/stat; cat /proc/self/autogroup 2>/dev/null; }} >> {log}\n"
+        "fi\n"
+        'exec c++ "$@"\n')
+    script.chmod(0o755)
+    return str(script), log
+
+
+def test_background_compile_runs_at_low_priority(tmp_path):
+    """An async compile (options.background) runs the system compiler at
+    BACKGROUND_NICE, in its session's autogroup too where the kernel has
+    one, so that the requests TF runs meanwhile keep the CPUs; a sync compile
+    keeps the caller's priority."""
+    from blade_disc_tf.compiler.service import BACKGROUND_NICE
+
+    cf = _concrete(gelu_like, tf.TensorSpec([None, None]), tf.TensorSpec([None]))
+    req, data = _req(cf)
+    for background, dirname in ((True, "bg"), (False, "fg")):
+        (tmp_path / dirname).mkdir()
+        cxx, log = _recording_cxx(tmp_path / dirname)
+        reply = compile_request(req, data, CompileOptions(cache_dir=str(tmp_path / dirname / "c"),
+                                                          cxx=cxx, background=background))
+        assert reply["ok"] and reply["compiled"], reply
+        lines = log.read_text().split("\n")
+        want = BACKGROUND_NICE if background else os.getpriority(os.PRIO_PROCESS, 0)
+        assert int(lines[0]) == want
+        if len(lines) > 1 and lines[1].startswith("/autogroup"):
+            assert lines[1].endswith(f"nice {BACKGROUND_NICE}") == background

@@ -17,3 +17,6 @@ class CompileOptions:
     # "" or "bf16": precision of float GEMMs (README "Fast math").  A compile
     # request's own "fast_math" (the key DiscLaunch computed) takes precedence.
     fast_math: str = ""
+    # Asynchronous compile: requests keep running in TF meanwhile, so the
+    # system compiler runs at BACKGROUND_NICE (build/cache.py _lower_priority).
+    background: bool = False

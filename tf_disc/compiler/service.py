@@ -23,6 +23,10 @@ from .passes.fast_math import apply_fast_math
 from .passes.pipeline import run_pipeline
 
 log = logging.getLogger("blade_disc_tf.compiler")
+# CPU priority of the system compiler in an asynchronous compile (the
+# requests that TF runs meanwhile come first); a sync compile keeps 0, since
+# every request waits for it.
+BACKGROUND_NICE = 15
 
 
 def _dump_dir(options: CompileOptions, request: dict) -> str | None:
@@ -117,7 +121,8 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         path, compiled, key = build(
             sources, options.cache_dir, options.cxx, tuple(options.extra_cflags),
             options.forbid_compile, options.timeout_s,
-            os.path.join(dump_dir, "compile.log") if dump_dir else None, key_source=library)
+            os.path.join(dump_dir, "compile.log") if dump_dir else None, key_source=library,
+            nice=BACKGROUND_NICE if options.background else 0)
         secs = time.monotonic() - t0
         log.info("cluster %s -> %s (compiled=%s, %.2fs)", request.get("function"), path,
                  compiled, secs)
