@@ -91,27 +91,34 @@ class TF1Session:
         return sum(n.op == "DiscLaunch" for g in metadata.partition_graphs for n in g.node), out
 
 
-def _onnx_worker(conn, config: Config) -> None:
-    """Subprocess body: exports the model (same seeded weights) with tf2onnx,
-    then answers (ids, mask) with ONNX Runtime's output, "rss" with its own
-    VmHWM in MB, None by exiting."""
+def onnx_session(config: Config) -> Tuple[Optional[Callable], Optional[str]]:
+    """(ids, mask -> ONNX Runtime's output, None), the model (same seeded
+    weights) exported with tf2onnx; (None, why) when it cannot be."""
     try:
         import onnxruntime as ort
         import tf2onnx
     except ImportError as e:
-        conn.send(("skip", f"{e} (pip install onnxruntime tf2onnx)"))
-        return
+        return None, f"{e} (pip install onnxruntime tf2onnx)"
     weights = make_weights(config)
     fn = tf.function(lambda ids, mask: transformer(ids, mask, weights, config),
                      input_signature=signature_ids())
     try:
         proto, _ = tf2onnx.convert.from_function(fn, input_signature=signature_ids(), opset=17)
     except Exception as e:  # tf2onnx lags TF releases: report, do not abort the run
-        conn.send(("skip", f"tf2onnx could not export the model: {e!r:.300}"))
-        return
+        return None, f"tf2onnx could not export the model: {e!r:.300}"
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in sess.get_inputs()]
-    del proto, fn
+    return (lambda ids, mask: sess.run(None, {names[0]: ids, names[1]: mask})[0]), None
+
+
+def _onnx_worker(conn, config: Config) -> None:
+    """Subprocess body: exports the model (onnx_session), then answers
+    (ids, mask) with ONNX Runtime's output, "rss" with its own VmHWM in MB,
+    None by exiting."""
+    run, why = onnx_session(config)
+    if run is None:
+        conn.send(("skip", why))
+        return
     conn.send(("ready", None))
     while True:
         msg = conn.recv()
@@ -120,7 +127,7 @@ def _onnx_worker(conn, config: Config) -> None:
         if msg == "rss":
             conn.send(modes.peak_rss_mb())
             continue
-        conn.send(sess.run(None, dict(zip(names, msg)))[0])
+        conn.send(run(*msg))
 
 
 class OnnxRuntimeProcess:
