@@ -154,3 +154,55 @@ def test_background_compile_runs_at_low_priority(tmp_path):
         assert int(lines[0]) == want
         if len(lines) > 1 and lines[1].startswith("/autogroup"):
             assert lines[1].endswith(f"nice {BACKGROUND_NICE}") == background
+
+
+def test_disk_cache_hit_skips_the_pipeline(tmp_path, monkeypatch):
+    """A request whose library is on disk (an earlier process built it) is
+    answered from build/request_index.py without lowering: the pipeline is
+    what a disk hit used to cost (0.05-0.15 s per cluster).  Another fast
+    math mode, a changed compiler, a garbled index or a dump dir go the
+    whole way again; the answer is the same library."""
+    from blade_disc_tf.compiler import service
+    from blade_disc_tf.compiler.build import request_index
+
+    cf = _concrete(gelu_like, tf.TensorSpec([None, None]), tf.TensorSpec([None]))
+    req, data = _req(cf)
+    opts = CompileOptions(cache_dir=str(tmp_path / "c"))
+    first = compile_request(req, data, opts)
+    assert first["ok"] and first["compiled"], first
+    lowered = []
+    real_lower = service._lower
+    monkeypatch.setattr(service, "_lower", lambda *a: lowered.append(1) or real_lower(*a))
+
+    hit = compile_request(req, data, opts)
+    assert hit == {**hit, "ok": True, "compiled": False, "path": first["path"]} and not lowered
+
+    other = compile_request({**req, "fast_math": "bf16"}, data, opts)
+    assert other["ok"] and len(lowered) == 1      # no float dot: the same library
+    assert other["path"] == first["path"]
+
+    monkeypatch.setattr(request_index, "compiler_fingerprint", lambda: "changed")
+    assert compile_request(req, data, opts)["path"] == first["path"] and len(lowered) == 2
+    assert compile_request(req, data, opts)["compiled"] is False and len(lowered) == 2
+
+    for index in (tmp_path / "c").glob("*.req"):
+        index.write_text("not a key\n")
+    assert compile_request(req, data, opts)["path"] == first["path"] and len(lowered) == 3
+
+    dumped = compile_request(req, data, CompileOptions(cache_dir=str(tmp_path / "c"),
+                                                       dump_dir=str(tmp_path / "d")))
+    assert dumped["ok"] and len(lowered) == 4
+    assert list((tmp_path / "d").rglob("kernel.cc"))
+
+
+def test_request_index_refuses_a_tampered_library(tmp_path):
+    """An index entry leads only to a library that passes the cache's trust
+    checks: a library whose bytes no longer match its sidecar is rebuilt."""
+    cf = _concrete(gelu_like, tf.TensorSpec([None, None]), tf.TensorSpec([None]))
+    req, data = _req(cf)
+    opts = CompileOptions(cache_dir=str(tmp_path / "c"))
+    first = compile_request(req, data, opts)
+    with open(first["path"], "ab") as f:
+        f.write(b"\0")
+    again = compile_request(req, data, opts)
+    assert again["ok"] and again["compiled"] is True and again["path"] == first["path"]

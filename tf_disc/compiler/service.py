@@ -12,7 +12,8 @@ import re
 import time
 import traceback
 
-from .build.cache import build
+from .build import request_index
+from .build.cache import build, usable_cache_dir
 from .codegen.source import generate_library
 from .errors import CompileError
 from .frontend import lower_graph, parse_function_def
@@ -116,13 +117,26 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         dump_dir = _dump_dir(options, request)
         # The request's mode is the one DiscLaunch put in its cache key.
         fast_math = request.get("fast_math", options.fast_math) or ""
+        extra = tuple(options.extra_cflags)
+        # A dump asks for the pipeline's files: it always runs then.
+        rkey = None if dump_dir else request_index.request_key(
+            request, fdef, fast_math, options.cxx, extra, options.timeout_s)
+        directory, why = usable_cache_dir(options.cache_dir)
+        hit = request_index.lookup(directory, rkey) if rkey and why is None else None
+        if hit is not None:
+            secs = time.monotonic() - t0
+            log.info("cluster %s -> %s (indexed, %.3fs)", request.get("function"), hit, secs)
+            return {"ok": True, "path": os.path.abspath(hit), "compiled": False,
+                    "seconds": secs}
         units = parallel_units(_allowed_cpus(), _runnable_tasks())
         library, sources = compile_to_units(request, fdef, dump_dir, fast_math, units)
         path, compiled, key = build(
-            sources, options.cache_dir, options.cxx, tuple(options.extra_cflags),
+            sources, options.cache_dir, options.cxx, extra,
             options.forbid_compile, options.timeout_s,
             os.path.join(dump_dir, "compile.log") if dump_dir else None, key_source=library,
             nice=BACKGROUND_NICE if options.background else 0)
+        if rkey:
+            request_index.record(os.path.dirname(path), rkey, key)
         secs = time.monotonic() - t0
         log.info("cluster %s -> %s (compiled=%s, %.2fs)", request.get("function"), path,
                  compiled, secs)

@@ -47,14 +47,19 @@ _private_dir: str | None = None
 _warned: set = set()
 
 
-def cache_key(source: str, cxx: str, extra: tuple, timeout_s: float = 30.0) -> str:
-    """source: the library as one translation unit."""
-    h = hashlib.sha256()
+def toolchain_parts(cxx: str, extra: tuple, timeout_s: float = 30.0) -> list[str]:
+    """What besides the source decides the built library: the full command
+    templates, the compiler's identity (version, CPU flags) and our version."""
     commands = [compile_command(cxx, "SRC", "OUT", extra),
                 object_command(cxx, "SRC", "OUT", extra),
                 link_command(cxx, ["OBJ"], "OUT", extra)]
-    for part in (source, *(" ".join(c) for c in commands),
-                 compiler_identity(cxx, timeout_s), __version__):
+    return [*(" ".join(c) for c in commands), compiler_identity(cxx, timeout_s), __version__]
+
+
+def cache_key(source: str, cxx: str, extra: tuple, timeout_s: float = 30.0) -> str:
+    """source: the library as one translation unit."""
+    h = hashlib.sha256()
+    for part in (source, *toolchain_parts(cxx, extra, timeout_s)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
