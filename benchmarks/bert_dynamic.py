@@ -10,7 +10,9 @@ seq 16-256; C is 16 requests at batch 1, seq 8-64.  Cold = the first pass
 over the workload on a fresh function
 (tracing, compiling, exporting included); steady = the sum over requests of
 each request's median over --repeats calls, the modes interleaved per request
-in a rotating order so that load drift hits them alike.
+in a rotating order so that load drift hits them alike.  The cold column is
+one pass per mode, one mode after another: cold_start.py repeats it in fresh
+processes and gives medians.
 
     python benchmarks/bert_dynamic.py [--layers 4] [--repeats 3] [--workload AB] [--quick]
 """
