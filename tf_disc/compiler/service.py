@@ -110,6 +110,19 @@ def parallel_units(cpus: int, runnable: int) -> int:
     return max(1, min(cpus, cpus - (runnable - 1)))
 
 
+def _indexed(request: dict, fdef: bytes, fast_math: str, options: CompileOptions,
+             dump_dir: str | None) -> tuple[str | None, str | None]:
+    """(request key, the library the disk cache holds for it or None):
+    build/request_index.py.  No key with a dump dir: a dump asks for the
+    pipeline's files, so the pipeline runs."""
+    if dump_dir:
+        return None, None
+    rkey = request_index.request_key(request, fdef, fast_math, options.cxx,
+                                     tuple(options.extra_cflags), options.timeout_s)
+    directory, why = usable_cache_dir(options.cache_dir)
+    return rkey, (request_index.lookup(directory, rkey) if why is None else None)
+
+
 def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict:
     """Compile one cluster for one rank signature; reply per disc_bridge.h."""
     t0 = time.monotonic()
@@ -118,11 +131,7 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         # The request's mode is the one DiscLaunch put in its cache key.
         fast_math = request.get("fast_math", options.fast_math) or ""
         extra = tuple(options.extra_cflags)
-        # A dump asks for the pipeline's files: it always runs then.
-        rkey = None if dump_dir else request_index.request_key(
-            request, fdef, fast_math, options.cxx, extra, options.timeout_s)
-        directory, why = usable_cache_dir(options.cache_dir)
-        hit = request_index.lookup(directory, rkey) if rkey and why is None else None
+        rkey, hit = _indexed(request, fdef, fast_math, options, dump_dir)
         if hit is not None:
             secs = time.monotonic() - t0
             log.info("cluster %s -> %s (indexed, %.3fs)", request.get("function"), hit, secs)

@@ -226,7 +226,8 @@ def _compile(sources: list[str], tmp_so: str, directory: str, key: str, cxx: str
     t0 = time.monotonic()
     try:
         if len(srcs) == 1:
-            _check(_run_all([compile_command(cxx, srcs[0], tmp_so, extra)], timeout_s, nice), t0, log)
+            _check(_run_all([compile_command(cxx, srcs[0], tmp_so, extra)], timeout_s, nice),
+                   t0, log)
             return
         objs = [p[:-3] + ".o" for p in srcs]
         temps += objs
