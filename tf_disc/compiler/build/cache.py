@@ -148,9 +148,10 @@ def _lower_priority(pid: int, nice: int) -> None:
     ld it starts) at `nice`.  With autogroup scheduling (Linux's default on
     desktops and here) its new session is a group of its own that the kernel
     shares the CPUs with fairly, whatever its processes' nice values, so the
-    group's nice is set too.  Measured on 2 cores (BERT, async compile): the
-    requests TF ran during the compile took 1.3-1.6x their time alone with
-    the compiler at nice 0 or at nice 15 in its own group, 0.8-1.0x with both."""
+    group's nice is set too.  Measured on 2 cores (BERT workload B, async
+    compile, requests 2, 3 and 5 against a stock TF cold pass): 1.1-2.0x
+    their time with the compiler at nice 0 or at nice 15 in its own group,
+    0.64-0.97x with both."""
     try:
         os.setpriority(os.PRIO_PGRP, pid, nice)
     except OSError:
