@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from .. import __version__
 from ..errors import CompileError
@@ -143,6 +144,17 @@ def _remove(path: str) -> None:
         pass
 
 
+@dataclass(frozen=True)
+class _Run:
+    """How one build runs the system compiler: which one, its extra flags,
+    the time limit of the whole build, and its CPU priority (nice > 0:
+    lowered, for a compile in the background of running requests)."""
+    cxx: str
+    extra: tuple
+    timeout_s: float
+    nice: int
+
+
 def _lower_priority(pid: int, nice: int) -> None:
     """Best effort: the compiler session `pid` (driver and the cc1plus, as and
     ld it starts) at `nice`.  With autogroup scheduling (Linux's default on
@@ -212,11 +224,11 @@ def _check(procs: list[subprocess.CompletedProcess], t0: float,
         raise CompileError(f"C++ compile failed: {first}")
 
 
-def _compile(sources: list[str], tmp_so: str, directory: str, key: str, cxx: str,
-             extra: tuple, timeout_s: float, nice: int, log: list[str],
-             temps: list[str]) -> None:
+def _compile(sources: list[str], tmp_so: str, directory: str, key: str, run: _Run,
+             log: list[str], temps: list[str]) -> None:
     """sources -> tmp_so: one command for one unit; else the units compiled
     to objects in parallel, then linked."""
+    cxx, extra = run.cxx, run.extra
     srcs = []
     for text in sources:
         fd, path = tempfile.mkstemp(suffix=".cc", dir=directory, prefix=f".{key[:16]}-")
@@ -227,23 +239,23 @@ def _compile(sources: list[str], tmp_so: str, directory: str, key: str, cxx: str
     t0 = time.monotonic()
     try:
         if len(srcs) == 1:
-            _check(_run_all([compile_command(cxx, srcs[0], tmp_so, extra)], timeout_s, nice),
-                   t0, log)
+            _check(_run_all([compile_command(cxx, srcs[0], tmp_so, extra)], run.timeout_s,
+                            run.nice), t0, log)
             return
         objs = [p[:-3] + ".o" for p in srcs]
         temps += objs
         _check(_run_all([object_command(cxx, s, o, extra) for s, o in zip(srcs, objs)],
-                        timeout_s, nice), t0, log)
-        left = max(0.1, timeout_s - (time.monotonic() - t0))
-        _check(_run_all([link_command(cxx, objs, tmp_so, extra)], left, nice), t0, log)
+                        run.timeout_s, run.nice), t0, log)
+        left = max(0.1, run.timeout_s - (time.monotonic() - t0))
+        _check(_run_all([link_command(cxx, objs, tmp_so, extra)], left, run.nice), t0, log)
     except subprocess.TimeoutExpired:
-        raise CompileError(f"C++ compiler timed out after {timeout_s:g}s") from None
+        raise CompileError(f"C++ compiler timed out after {run.timeout_s:g}s") from None
     except OSError as e:
         raise CompileError(f"cannot run C++ compiler {cxx!r}: {e.strerror or e}") from None
 
 
-def _compile_into(directory: str, key: str, sources: list[str], cxx: str, extra: tuple,
-                  timeout_s: float, nice: int, log_path: str | None) -> str:
+def _compile_into(directory: str, key: str, sources: list[str], run: _Run,
+                  log_path: str | None) -> str:
     path = os.path.join(directory, f"{key}.so")
     fd, tmp_so = tempfile.mkstemp(suffix=".so", dir=directory, prefix=f".{key[:16]}-")
     os.close(fd)
@@ -252,8 +264,7 @@ def _compile_into(directory: str, key: str, sources: list[str], cxx: str, extra:
     t0 = time.monotonic()
     try:
         try:
-            _compile(sources, tmp_so, directory, key, cxx, extra, timeout_s, nice, log_lines,
-                     temps)
+            _compile(sources, tmp_so, directory, key, run, log_lines, temps)
         finally:
             if log_path:
                 with open(log_path, "w") as f:
@@ -275,8 +286,7 @@ def _compile_into(directory: str, key: str, sources: list[str], cxx: str, extra:
             _remove(p)
 
 
-def _build_in(directory: str, key: str, sources: list[str], cxx: str, extra: tuple,
-              forbid_compile: bool, timeout_s: float, nice: int,
+def _build_in(directory: str, key: str, sources: list[str], run: _Run, forbid_compile: bool,
               log_path: str | None) -> tuple[str, bool]:
     path = os.path.join(directory, f"{key}.so")
     if os.path.lexists(path):
@@ -295,8 +305,7 @@ def _build_in(directory: str, key: str, sources: list[str], cxx: str, extra: tup
             _remove(path + ".sha256")
         if forbid_compile:
             raise CompileError(f"compile forbidden (forbid_compile) and {key[:12]} not cached")
-        return _compile_into(directory, key, sources, cxx, extra, timeout_s, nice,
-                             log_path), True
+        return _compile_into(directory, key, sources, run, log_path), True
 
 
 def build(sources: list[str], cache_dir: str, cxx: str, extra: tuple, forbid_compile: bool,
@@ -309,19 +318,18 @@ def build(sources: list[str], cache_dir: str, cxx: str, extra: tuple, forbid_com
     Returns (library path, compiled?, key)."""
     key = cache_key("\n".join(sources) if key_source is None else key_source, cxx, extra,
                     timeout_s)
+    run = _Run(cxx, extra, timeout_s, nice)
     directory, why = usable_cache_dir(cache_dir)
     if why is None:
         try:
-            path, compiled = _build_in(directory, key, sources, cxx, extra, forbid_compile,
-                                       timeout_s, nice, log_path)
+            path, compiled = _build_in(directory, key, sources, run, forbid_compile, log_path)
             return path, compiled, key
         except OSError as e:
             # Read-only or full cache dir: retry in this process's own dir.
             why = f"cannot write cache dir {cache_dir}: {e.strerror or e}"
     _warn_once(f"blade_disc_tf: {why}; using private dir {private_dir()} instead")
     try:
-        path, compiled = _build_in(private_dir(), key, sources, cxx, extra, forbid_compile,
-                                   timeout_s, nice, log_path)
+        path, compiled = _build_in(private_dir(), key, sources, run, forbid_compile, log_path)
     except OSError as e:
         if e.errno == errno.ENOSPC:
             raise CompileError(f"no space left for the compiled library: {e}") from None
