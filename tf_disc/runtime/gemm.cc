@@ -188,15 +188,20 @@ template <typename T>
 void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
          const GemmParallelFor& parallel_for);
 
-// DISC_GEMM_EPILOGUE=0 (an A/B switch like DISC_GEMM_SKINNY):
-// the epilogue runs as a second pass over C after the whole GEMM, as an
-// unfused kernel would.
-// The epilogue over all of C as a second pass, rows on the pool.
+// The epilogue over all of C as a second pass, rows (of every batch entry)
+// on the pool: after the threaded contraction and the bf16 kernel, whose
+// blocks run none, and everywhere under DISC_GEMM_EPILOGUE=0 (an A/B switch
+// like DISC_GEMM_SKINNY), as an unfused kernel would.  A piece's rows within
+// one batch entry go to GemmEpilogue together (one call when C is dense).
 void EpiloguePass(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
   if (g.epilogue == nullptr) return;
   const int64_t rows = g.batch * g.m;
   auto pass = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) GemmEpilogue(g, r / g.m, r % g.m, r % g.m + 1, 0, g.n);
+    for (int64_t r = r0; r < r1;) {
+      const int64_t b = r / g.m, end = std::min(r1, (b + 1) * g.m);
+      GemmEpilogue(g, b, r - b * g.m, end - b * g.m, 0, g.n);
+      r = end;
+    }
   };
   if (num_threads <= 1 || rows * g.n < 16384) return pass(0, rows);
   parallel_for(rows, g.n * 4 + 1, pass);
@@ -236,15 +241,8 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
   if (eigen_pool != nullptr && Dense(g) && g.batch < 2 * num_threads &&
       flops / g.batch >= 2e7) {
     auto* pool = static_cast<Eigen::ThreadPoolInterface*>(eigen_pool);
-    for (int64_t b = 0; b < g.batch; ++b) {
-      Contract<T>(g, pool, num_threads, b);
-      if (g.epilogue != nullptr) {  // row blocks of the (dense) result, on the pool
-        parallel_for(g.m, g.n * 4 + 1, [&](int64_t r0, int64_t r1) {
-          GemmEpilogue(g, b, r0, r1, 0, g.n);
-        });
-      }
-    }
-    return;
+    for (int64_t b = 0; b < g.batch; ++b) Contract<T>(g, pool, num_threads, b);
+    return EpiloguePass(g, num_threads, parallel_for);
   }
   // Enough blocks for load balance on a shared machine, each big enough to
   // amortize packing: row panels first (B is re-packed per panel, which is
