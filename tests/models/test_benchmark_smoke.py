@@ -18,13 +18,15 @@ def test_bert_dynamic_quick_prints_tables(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     rows = table_rows(out, "Workload A (")
-    for mode in ("tf", "tf1_session", "xla", "ours", "ours_async", "gemm_floor(ours)"):
+    for mode in ("tf", "tf1_session", "xla", "ours", "ours_async", "gemm_floor(ours)",
+                 "gemm_floor(tf)"):
         assert mode in rows, out
     assert "onnxruntime" in rows or "ONNX Runtime mode skipped" in out, out
-    for mode in ("tf", "tf1_session", "xla"):
+    for mode in ("tf", "tf1_session", "xla", "gemm_floor(tf)"):
         assert rows[mode]["DiscLaunch"] == "0", out
     for mode in ("ours", "ours_async", "gemm_floor(ours)"):
         assert int(rows[mode]["DiscLaunch"]) >= 1 and rows[mode]["compiles"] == "1", out
         assert float(rows[mode]["steady_s"]) > 0, out
     assert "FALLBACKS" not in out, out
-    assert "steady/tf" in table_rows(out, "Workload A: time ratios")["ours"], out
+    ratios = table_rows(out, "Workload A: time ratios")["ours"]
+    assert "steady/tf" in ratios and "steady/gemm_floor(tf)" in ratios, out
