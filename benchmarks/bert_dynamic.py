@@ -189,8 +189,7 @@ def switched(fn: Callable, **switches: str) -> Callable:
     so one run times a kernel change both ways: DISC_GEMM_SKINNY=0 (skinny
     GEMMs on Eigen) or w (the 6 x 64 tile for all m), DISC_GEMM_MULTI=0
     (merged Q/K/V products one at a time), DISC_GEMM_EPILOGUE=0 (epilogues
-    as a second pass over C instead of per block while in cache),
-    DISC_POOL_SHARE=0 (TF's ParallelFor instead of runtime/share_for.h)."""
+    as a second pass over C instead of per block while in cache)."""
     import blade_disc_tf as disc
 
     def call(*args):
@@ -223,8 +222,6 @@ def build_modes(config: Config, weights, names: str) -> List[Mode]:
         Mode("ours_wide_tile", lambda: switched(fresh(model)(), DISC_GEMM_SKINNY="w"), ours=True),
         Mode("ours_no_multi", lambda: switched(fresh(model)(), DISC_GEMM_MULTI="0"), ours=True),
         Mode("ours_epilogue_pass", lambda: switched(fresh(model)(), DISC_GEMM_EPILOGUE="0"),
-             ours=True),
-        Mode("ours_tf_parallel_for", lambda: switched(fresh(model)(), DISC_POOL_SHARE="0"),
              ours=True),
         Mode("gemm_floor(ours)", lambda: tf.function(floor, input_signature=floor_spec),
              ours=True, floor=True),
@@ -331,8 +328,7 @@ def main() -> None:
     parser.add_argument("--workload", default="AB", help="any of A, B, C")
     parser.add_argument("--modes", default="all",
                         help="comma list of tf,tf1_session,xla,onnxruntime,ours,ours_async,"
-                             "ours_eigen_gemm,ours_wide_tile,ours_no_multi,ours_epilogue_pass,"
-                             "ours_tf_parallel_for,gemm_floor (ours and tf)")
+                             "ours_eigen_gemm,ours_wide_tile,gemm_floor (ours and tf)")
     parser.add_argument("--quick", action="store_true", help="tiny model and workloads (smoke run)")
     parser.add_argument("--cpu", action="store_true",
                         help="steady times in process CPU time (all threads) instead of wall time")

@@ -1,23 +1,16 @@
 // The extern "C" API of disc_bridge.h, called from Python through ctypes.
 #include "tf_disc/ops/disc_bridge.h"
 
-#include <chrono>
 #include <cstring>
-#include <mutex>
-#include <set>
 #include <string>
-#include <thread>
 
-#include "tensorflow/core/platform/env.h"
 #include "tensorflow/core/platform/logging.h"
-#include "tensorflow/core/platform/threadpool.h"
 #include "tf_disc/grappler/support_table.h"
 #include "tf_disc/ops/cluster_functions.h"
 #include "tf_disc/ops/compile_service.h"
 #include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/options.h"
 #include "tf_disc/ops/stats.h"
-#include "tf_disc/runtime/share_for.h"
 #include "tf_disc/runtime/switches.h"
 
 extern "C" {
@@ -75,24 +68,6 @@ int32_t DiscRuntimeSwitch(const char* name) {
   tf_disc::RuntimeSwitch s;
   if (!tf_disc::RuntimeSwitchByName(name, &s)) return -1;
   return static_cast<unsigned char>(tf_disc::RuntimeSwitchValue(s));
-}
-
-int32_t DiscShareForProbe(int32_t pool_threads, int64_t n, int64_t cost, int64_t spin_us,
-                          int64_t* counts, int32_t* caller_ran) {
-  tsl::thread::ThreadPool pool(tensorflow::Env::Default(), "disc_share_probe", pool_threads);
-  const std::thread::id caller = std::this_thread::get_id();
-  std::mutex mu;
-  std::set<std::thread::id> ran;
-  tf_disc::ShareFor(&pool, pool_threads, n, cost, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) __atomic_fetch_add(&counts[i], 1, __ATOMIC_RELAXED);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-    std::lock_guard<std::mutex> lock(mu);
-    ran.insert(std::this_thread::get_id());
-  });
-  *caller_ran = ran.count(caller) ? 1 : 0;
-  return static_cast<int32_t>(ran.size());
 }
 
 }  // extern "C"

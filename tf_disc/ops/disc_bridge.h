@@ -100,14 +100,6 @@ void DiscReloadRuntimeSwitches(void);
  * unset, -1 when `name` is no switch. */
 int32_t DiscRuntimeSwitch(const char* name);
 
-/* Tests of runtime/share_for.h: runs ShareFor over [0, n) (cost cycles per
- * index) on a new pool of pool_threads workers, each block adding 1 to
- * counts[i] for its indices and spinning spin_us microseconds.  Returns the
- * number of distinct threads that ran blocks; *caller_ran is 1 when the
- * calling thread ran one. */
-int32_t DiscShareForProbe(int32_t pool_threads, int64_t n, int64_t cost, int64_t spin_us,
-                          int64_t* counts, int32_t* caller_ran);
-
 #ifdef __cplusplus
 }  /* extern "C" */
 #endif

@@ -61,10 +61,6 @@ class OpLibrary:
         lib.DiscReloadRuntimeSwitches.restype = None
         lib.DiscRuntimeSwitch.argtypes = [ctypes.c_char_p]
         lib.DiscRuntimeSwitch.restype = ctypes.c_int32
-        lib.DiscShareForProbe.argtypes = [ctypes.c_int32, ctypes.c_int64, ctypes.c_int64,
-                                          ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
-                                          ctypes.POINTER(ctypes.c_int32)]
-        lib.DiscShareForProbe.restype = ctypes.c_int32
         self._c = lib
 
     def set_compile_callback(self, callback) -> None:

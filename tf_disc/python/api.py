@@ -130,8 +130,7 @@ def clear_executable_cache() -> None:
 def runtime_switches(**values: str) -> Iterator[None]:
     """Sets the runtime kernels' A/B switches for the block, e.g.
     runtime_switches(DISC_GEMM_SKINNY="0"): the runtime reads DISC_GEMM_SKINNY,
-    DISC_GEMM_EPILOGUE, DISC_GEMM_PACKED, DISC_GEMM_PREPACK, DISC_GEMM_MULTI,
-    DISC_POOL_SHARE, DISC_CONV_DIRECT and DISC_CONV_TRANSPOSE_COL2IM once
+    DISC_GEMM_EPILOGUE, DISC_GEMM_PACKED, DISC_GEMM_PREPACK, DISC_GEMM_MULTI, DISC_CONV_DIRECT and DISC_CONV_TRANSPOSE_COL2IM once
     (not per call), so changing
     os.environ alone does not reach it; this sets them, re-reads, and restores
     both on exit."""

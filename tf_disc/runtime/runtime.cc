@@ -8,7 +8,6 @@
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/platform/threadpool.h"
 #include "tf_disc/runtime/gemm.h"
-#include "tf_disc/runtime/share_for.h"
 #include "tf_disc/runtime/window.h"
 
 namespace tf_disc {
@@ -151,8 +150,10 @@ void KernelRuntime::ParallelFor(void* self_ptr, int64_t n,
     fn(closure, 0, n);
     return;
   }
-  ShareFor(workers->workers, workers->num_threads, n, cost_per_unit,
-           [fn, closure](int64_t begin, int64_t end) { fn(closure, begin, end); });
+  workers->workers->ParallelFor(
+      n, tsl::thread::ThreadPool::SchedulingParams::Adaptive(
+             std::max<int64_t>(cost_per_unit, 1)),
+      [fn, closure](int64_t begin, int64_t end) { fn(closure, begin, end); });
 }
 
 void KernelRuntime::SetError(void* self_ptr, int32_t code,
@@ -193,7 +194,7 @@ static PoolView ViewPool(OpKernelContext* ctx) {
   }
   v.parallel_for = [workers](int64_t blocks, int64_t cost,
                              const std::function<void(int64_t, int64_t)>& fn) {
-    ShareFor(workers->workers, workers->num_threads, blocks, cost, fn);
+    workers->workers->ParallelFor(blocks, cost, fn);
   };
   return v;
 }
