@@ -99,7 +99,7 @@ def onnx_session(config: Config) -> Tuple[Optional[Callable], Optional[str]]:
     weights) exported with tf2onnx; (None, why) when it cannot be.  Its pool
     threads do not spin between requests: in their own process they kept
     both cores busy through the next mode's timed calls (workload C: ours
-    1.03-1.05x stock TF's time with ONNX Runtime spinning, 0.79x without)."""
+    1.03-1.05x stock TF's time with ONNX Runtime spinning, 0.79-0.81x without)."""
     try:
         import onnxruntime as ort
         import tf2onnx
