@@ -213,8 +213,8 @@ def build_modes(config: Config, weights, names: str) -> List[Mode]:
     def floor(x):
         return gemm_floor(x, weights, config)
 
-    def fresh(fn, **kw):
-        return lambda: tf.function(fn, input_signature=signature_ids(), **kw)
+    def fresh(fn, spec=None, **kw):
+        return lambda: tf.function(fn, input_signature=spec or signature_ids(), **kw)
 
     floor_spec = [tf.TensorSpec([None, None, config.hidden], tf.float32)]
     all_modes = [
@@ -230,12 +230,10 @@ def build_modes(config: Config, weights, names: str) -> List[Mode]:
         Mode("ours_no_multi", lambda: switched(fresh(model)(), DISC_GEMM_MULTI="0"), ours=True),
         Mode("ours_epilogue_pass", lambda: switched(fresh(model)(), DISC_GEMM_EPILOGUE="0"),
              ours=True),
-        Mode("gemm_floor(ours)", lambda: tf.function(floor, input_signature=floor_spec),
-             ours=True, floor=True),
+        Mode("gemm_floor(ours)", fresh(floor, floor_spec), ours=True, floor=True),
         # The same GEMMs in stock TF (oneDNN): tf / this is the most a fused
         # model can gain over stock TF without faster GEMMs than TF's.
-        Mode("gemm_floor(tf)", lambda: tf.function(floor, input_signature=floor_spec),
-             floor=True),
+        Mode("gemm_floor(tf)", fresh(floor, floor_spec), floor=True),
     ]
     wanted = set(names.split(","))
     return [m for m in all_modes if m.name.split("(")[0] in wanted or "all" in wanted]
