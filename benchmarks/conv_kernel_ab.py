@@ -19,16 +19,19 @@ import sys
 import tempfile
 from typing import Dict, List
 
+import kernel_build
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCES = ["tf_disc/runtime/conv_direct.cc", "tf_disc/runtime/switches.cc"]
 
 
 def build(tree: str, out: str) -> None:
-    """The driver linked with `tree`'s conv_direct.cc (-O3 -march=native, as
-    tf_disc/sources.json compiles it)."""
+    """The driver linked with `tree`'s conv_direct.cc (with the flags of this
+    machine's kernel library, kernel_build.py)."""
     import tensorflow as tf  # its Eigen headers
 
-    cmd = ["g++", "-O3", "-march=native", "-DNDEBUG", "-std=c++17", "-Wno-interference-size",
+    cmd = ["g++", *kernel_build.kernel_flags(), "-DNDEBUG", "-std=c++17",
+           "-Wno-interference-size",
            "-I" + tree, "-I" + tf.sysconfig.get_include(), "-o", out,
            os.path.join(ROOT, "benchmarks", "conv_kernel_driver.cc")]
     cmd += [os.path.join(tree, s) for s in SOURCES] + ["-lpthread"]

@@ -33,6 +33,8 @@ import tempfile
 import time
 from typing import Dict, List
 
+import kernel_build
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,11 +44,12 @@ SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768)]
 
 
 def build(tree: str, out: str) -> None:
-    """The driver linked with `tree`'s runtime GEMM sources (-O3 -march=native,
-    as tf_disc/sources.json compiles them)."""
+    """The driver linked with `tree`'s runtime GEMM sources (with the flags of
+    this machine's kernel library, kernel_build.py)."""
     import tensorflow as tf  # its Eigen headers
 
-    cmd = ["g++", "-O3", "-march=native", "-DNDEBUG", "-std=c++17", "-w", "-I" + tree,
+    cmd = ["g++", *kernel_build.kernel_flags(), "-DNDEBUG", "-std=c++17", "-w",
+           "-I" + tree,
            "-I" + tf.sysconfig.get_include(), "-o", out,
            os.path.join(ROOT, "benchmarks", "gemm_skinny_driver.cc")]
     cmd += [os.path.join(tree, "tf_disc", "runtime", s) for s in SOURCES] + ["-lpthread"]

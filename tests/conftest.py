@@ -16,7 +16,7 @@ def disc(tmp_path):
     import blade_disc_tf as disc
 
     disc.enable(cache_dir=str(tmp_path / "cache"), min_cluster_size=2, cxx="c++",
-                forbid_compile=False, async_compile=False, dump_dir=None)
+                forbid_compile=False, async_compile=False, dump_dir=None, target_isa="")
     disc.clear_executable_cache()
     disc.reset_stats()
     yield disc

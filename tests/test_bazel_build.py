@@ -99,3 +99,19 @@ def test_flags_match_build_ops(rule):
     deps = _bazel("query", "--output=label", f"labels(deps, {TARGET})").split()
     assert sorted(deps) == ["@local_config_tf//:tensorflow_framework",
                             "@local_config_tf//:tf_headers"]
+
+
+@pytest.mark.parametrize("tier", sorted(_sources_json()["kernel_tiers"]))
+def test_kernel_libraries_are_sources_json(tier):
+    """Each per-ISA kernel library compiles sources.json's kernel sources with
+    the op library's flags, then the kernel and tier flags."""
+    cfg = _sources_json()
+    target = f"//tf_disc:libblade_disc_tf_kernels_{tier}.so"
+    labels = _bazel("query", "--output=label", f"labels(srcs, {target})").split()
+    compiled = sorted(label.split(":", 1)[1] for label in labels if not label.endswith(".h"))
+    assert compiled == sorted(cfg["kernel_sources"])
+    rule_text = _bazel("query", "--output=build", target)
+    copts = _attr(rule_text, "copts")
+    tail = cfg["extra_cflags"] + cfg["kernel_cflags"] + cfg["kernel_tiers"][tier]
+    assert copts[len(copts) - len(tail):] == tail, copts
+    assert _attr(rule_text, "linkopts")[:len(cfg["kernel_ldflags"])] == cfg["kernel_ldflags"]

@@ -1,8 +1,10 @@
-"""Builds tf_disc/python/libblade_disc_tf.so against the installed TF wheel.
+"""Builds tf_disc/python/libblade_disc_tf.so (portable) and its per-ISA
+kernel libraries libblade_disc_tf_kernels_<tier>.so (runtime/kernel_table.h)
+against the installed TF wheel.
 
 Usage: python tf_disc/build_ops.py [--force]   or   build(force=False) -> path.
 
-Sources and extra flags come from tf_disc/sources.json (shared with a future
+Sources and extra flags come from tf_disc/sources.json (shared with the
 Bazel build).  Translation units compile in parallel; a stamp holding a hash
 of flags + source contents lets an up-to-date library skip the rebuild.  Each
 unit's own stamp hashes the files its g++ depfile (-MMD) lists, so a header
@@ -45,17 +47,51 @@ def _flags(cfg):
 
 
 def _deps_hash(cfg, cflags, ldflags):
-    """Hash of flags, the compiler and every source/header of the library."""
+    """Hash of flags, the compiler and every source/header of the libraries."""
     h = hashlib.sha256()
     h.update(json.dumps([cflags, ldflags, sys.version]).encode())
-    files = [os.path.join(_HERE, s) for s in cfg["sources"]]
+    files = [os.path.join(_HERE, s) for s in cfg["sources"] + cfg["kernel_sources"]]
     files += sorted(glob.glob(os.path.join(_HERE, "*", "*.h")))
+    files.append(os.path.join(_HERE, cfg["kernel_version_script"]))
     files.append(os.path.join(_HERE, "sources.json"))
     for path in files:
         h.update(path.encode())
         with open(path, "rb") as f:
             h.update(f.read())
     return h.hexdigest()
+
+
+def kernel_library_name(tier: str) -> str:
+    """The file of one tier's kernel library (runtime/kernel_dispatch.cc)."""
+    return "libblade_disc_tf_kernels_%s.so" % tier
+
+
+def _targets(cfg, cflags, ldflags):
+    """(output path, [(source, object, flags)], link flags) per library: the
+    portable op library, then one kernel library per ISA tier."""
+    units = []
+    for src in cfg["sources"]:
+        units.append((src, os.path.join(_OBJ_DIR, src.replace("/", "_") + ".o"), cflags))
+    targets = [(_OUT, units, ldflags)]
+    script = os.path.join(_HERE, cfg["kernel_version_script"])
+    kernel_ld = cfg["kernel_ldflags"] + ["-Wl,--version-script=" + script]
+    for tier, tier_flags in cfg["kernel_tiers"].items():
+        flags = cflags + cfg["kernel_cflags"] + tier_flags
+        units = [(src, os.path.join(_OBJ_DIR, tier, src.replace("/", "_") + ".o"), flags)
+                 for src in cfg["kernel_sources"]]
+        targets.append((os.path.join(os.path.dirname(_OUT), kernel_library_name(tier)),
+                        units, kernel_ld))
+    return targets
+
+
+def _link(out: str, objs: list, ldflags: list) -> None:
+    tmp = out + ".tmp%d" % os.getpid()
+    proc = subprocess.run(["g++", "-shared", "-o", tmp] + objs + ldflags,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError("linking %s failed:\n%s" % (os.path.basename(out), proc.stderr))
+    # Rename, never overwrite in place: a loaded copy may be mapped.
+    os.replace(tmp, out)
 
 
 def _depfile_paths(depfile: str) -> list:
@@ -99,43 +135,50 @@ def _compile(src: str, obj: str, cflags: list, force: bool, skip: tuple = ()) ->
     return obj
 
 
+def library_paths() -> list:
+    """Every library build() writes: the op library first, then the kernels."""
+    cfg = _config()
+    return [_OUT] + [os.path.join(os.path.dirname(_OUT), kernel_library_name(t))
+                     for t in cfg["kernel_tiers"]]
+
+
 def build(force=False, verbose=True):
-    """Builds the library if stale (or force) and returns its path."""
+    """Builds the op library and its kernel libraries if stale (or force) and
+    returns the op library's path."""
     cfg = _config()
     cflags, ldflags = _flags(cfg)
     stamp_path = os.path.join(os.path.dirname(_OBJ_DIR), "libblade_disc_tf.stamp")
     digest = _deps_hash(cfg, cflags, ldflags)
-    if not force and os.path.exists(_OUT) and os.path.exists(stamp_path):
+    if not force and all(os.path.exists(p) for p in library_paths()) and \
+            os.path.exists(stamp_path):
         with open(stamp_path) as f:
             if f.read().strip() == digest:
                 return _OUT
     start = time.time()
-    os.makedirs(_OBJ_DIR, exist_ok=True)
-    jobs = max(1, min(len(cfg["sources"]), os.cpu_count() or 2))
+    targets = _targets(cfg, cflags, ldflags)
+    for _, units, _ in targets:
+        for _, obj, _ in units:
+            os.makedirs(os.path.dirname(obj), exist_ok=True)
     import tensorflow as tf  # its headers: covered by the flags
     skip = (os.path.join(os.path.realpath(tf.sysconfig.get_include()), ""),
             os.path.join(tf.sysconfig.get_include(), ""))
-    objs = []
+    # Longest units first (the kernels' Eigen contractions), so that the
+    # cores stay busy to the end.
+    order = sorted(((t, u) for t, (_, units, _) in enumerate(targets) for u in units),
+                   key=lambda tu: (tu[1][0] not in cfg["kernel_sources"], tu[0]))
+    jobs = max(1, os.cpu_count() or 2)
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        futures = []
-        for src in cfg["sources"]:
-            obj = os.path.join(_OBJ_DIR, src.replace("/", "_") + ".o")
-            # Per-source flags (sources.json "source_cflags") come last.
-            flags = cflags + cfg.get("source_cflags", {}).get(src, [])
-            futures.append(pool.submit(_compile, os.path.join(_HERE, src), obj,
-                                       flags, force, skip))
-        objs = [f.result() for f in futures]
-    tmp = _OUT + ".tmp%d" % os.getpid()
-    cmd = ["g++", "-shared", "-o", tmp] + objs + ldflags
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError("linking failed:\n" + proc.stderr)
-    # Rename, never overwrite in place: a loaded copy may be mapped.
-    os.replace(tmp, _OUT)
+        futures = {pool.submit(_compile, os.path.join(_HERE, src), obj, flags, force, skip): t
+                   for t, (src, obj, flags) in order}
+        for f in futures:
+            f.result()
+    for out, units, link_flags in targets:
+        _link(out, [obj for _, obj, _ in units], link_flags)
     with open(stamp_path, "w") as f:
         f.write(digest + "\n")
     if verbose:
-        print("built %s in %.1f s" % (_OUT, time.time() - start))
+        print("built %s and %d kernel libraries in %.1f s"
+              % (_OUT, len(targets) - 1, time.time() - start))
     return _OUT
 
 

@@ -104,6 +104,15 @@ DISC_EXTRA_LDFLAGS = {extra_ldflags}
 # workspace root ("." for the root itself).
 DISC_COPTS = TF_COPTS + {include_copts} + DISC_EXTRA_CFLAGS
 DISC_LINKOPTS = DISC_EXTRA_LDFLAGS
+
+# The per-ISA kernel libraries (runtime/kernel_table.h):
+# //tf_disc:libblade_disc_tf_kernels_<tier>.so, each compiled with DISC_COPTS +
+# DISC_KERNEL_CFLAGS + its tier's flags.
+DISC_KERNEL_SOURCES = {kernel_sources}
+DISC_KERNEL_CFLAGS = {kernel_cflags}
+DISC_KERNEL_LDFLAGS = {kernel_ldflags}
+DISC_KERNEL_VERSION_SCRIPT = {kernel_version_script}
+DISC_KERNEL_TIERS = {kernel_tiers}
 """
 
 def _tf_configure_impl(rctx):
@@ -149,6 +158,11 @@ def _tf_configure_impl(rctx):
         extra_cflags = repr(cfg.get("extra_cflags", [])),
         extra_ldflags = repr(cfg.get("extra_ldflags", [])),
         include_copts = repr(include_copts),
+        kernel_sources = repr(cfg["kernel_sources"]),
+        kernel_cflags = repr(cfg["kernel_cflags"]),
+        kernel_ldflags = repr(cfg["kernel_ldflags"]),
+        kernel_version_script = repr(cfg["kernel_version_script"]),
+        kernel_tiers = repr(cfg["kernel_tiers"]),
         **fmt
     ))
 

@@ -8,18 +8,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from blade_disc_tf import config
+from blade_disc_tf import _library, config
 from blade_disc_tf.compiler.ir.parser import parse_func
 from blade_disc_tf.compiler.passes.fast_math import apply_fast_math
 from graph_inspection import total
 
 
-def _cpu_has_bf16() -> bool:
-    with open("/proc/cpuinfo") as f:
-        return any(line.startswith("flags") and " avx512_bf16" in line for line in f)
-
-
-HAS_BF16 = _cpu_has_bf16()
+# The op library's selected tier (this CPU, under DISC_MAX_CPU_ISA) runs the
+# bf16 kernel.
+HAS_BF16 = _library.load().stats()["cpu"]["selected"] == "avx512_bf16"
 MIN_BF16_ROWS = 16  # gemm_bf16.cc kMinRows: skinnier products keep fp32
 
 

@@ -106,8 +106,10 @@ def main(argv):
                        if ref[k].shape == got[k].shape else float("inf") for k in ref})
     if "--save-io" in argv:
         _save_io(argv[argv.index("--save-io") + 1], feeds, refs)
-    stats = disc.stats()["clusters"]
+    everything = disc.stats()
+    stats = everything["clusters"]
     print(json.dumps({
+        "embedded_tiers": everything["embedded_tiers"], "cpu": everything["cpu"],
         "errors": errors, "times": times,
         "compiles": sum(c["compiles"] + c["disk_cache_hits"] for c in stats.values()),
         "runs": sum(c["runs"] for c in stats.values()),

@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import sys
+from typing import Optional
 
 import pytest
 
@@ -75,14 +76,16 @@ def no_compiler_env(base: str) -> dict:
     return env
 
 
-def run_fresh(model: Converted, converted_dir: str, base: str, save_io: str = "") -> tuple:
-    """serving_check.py in a new process: (its JSON result, its stderr)."""
+def run_fresh(model: Converted, converted_dir: str, base: str, save_io: str = "",
+              env: Optional[dict] = None) -> tuple:
+    """serving_check.py in a new process: (its JSON result, its stderr).
+    env: variables set for that process besides no_compiler_env's."""
     cmd = [sys.executable, os.path.join(HERE, "serving_check.py"), model.original,
            converted_dir, model.format, model.signature, json.dumps(model.shapes)]
     if save_io:
         cmd += ["--save-io", save_io]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=no_compiler_env(base),
-                          timeout=300)
+    proc = subprocess.run(cmd, capture_output=True, text=True,
+                          env={**no_compiler_env(base), **(env or {})}, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 

@@ -70,8 +70,14 @@ def test_clusters_compiled_and_embedded(name, serving_base):
 
     entries = [decode_entry(e) for n in _launches(m.converted)
                for e in n.attr["executables"].list.s]
-    assert len(entries) == s.compiled
+    # One executable per tier by default: AVX2 and AVX-512 at least.
+    compiled = [c for c in s.clusters if c.compiled]
+    assert len(entries) == sum(len(c.target_isas) for c in compiled)
+    assert all({"avx2", "avx512"} <= set(c.target_isas) for c in compiled)
     assert all(e["size"] == len(e["library"]) > 0 and e["cpu_features"] for e in entries)
+    assert any("avx512f" in e["cpu_features"] for e in entries)
+    assert any("avx2" in e["cpu_features"] and "avx512f" not in e["cpu_features"]
+               for e in entries)
 
 
 @pytest.mark.parametrize("name", ["bert", "cnn"])
@@ -236,6 +242,22 @@ def test_missing_cpu_feature_falls_back(serving_base, tmp_path):
     assert _max_error(result) < TOL
 
 
+@pytest.mark.parametrize("name", ["tf1", "bert"])
+def test_converted_model_serves_compiled_under_avx2_cap(name, serving_base):
+    """A model converted here (AVX-512 or not) serves compiled on an
+    AVX2-only machine, stood in for by DISC_MAX_CPU_ISA=avx2: the AVX2
+    executables load, no compiler runs, outputs equal the original's."""
+    m = convert(name, serving_base)
+    uncapped, _ = run_fresh(m, m.converted, serving_base)
+    assert_served_without_compiler(uncapped)
+    host = uncapped["cpu"]["selected"]
+    assert set(uncapped["embedded_tiers"]) == {"avx512" if host == "avx512_bf16" else host}
+    capped, _ = run_fresh(m, m.converted, serving_base, env={"DISC_MAX_CPU_ISA": "avx2"})
+    assert_served_without_compiler(capped)
+    assert capped["cpu"]["selected"] == capped["cpu"]["kernels"] == "avx2"
+    assert set(capped["embedded_tiers"]) == {"avx2"}
+
+
 def test_cli(serving_base, tmp_path, capsys):
     from blade_disc_tf.__main__ import main
 
@@ -252,5 +274,5 @@ def test_cli(serving_base, tmp_path, capsys):
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
     assert any(ln.startswith("signatures serve:") and "1 cluster(s)" in ln for ln in lines)
-    assert any(ln.strip().startswith("cluster ") and "compiled" in ln for ln in lines)
+    assert any(ln.strip().startswith("cluster ") and "compiled for" in ln for ln in lines)
     assert any(ln.startswith("tf1 SavedModel: 1 cluster(s), 1 compiled") for ln in lines)

@@ -17,6 +17,10 @@ class CompileOptions:
     # "" or "bf16": precision of float GEMMs (README "Fast math").  A compile
     # request's own "fast_math" (the key DiscLaunch computed) takes precedence.
     fast_math: str = ""
+    # The ISA tier of the generated code (build/isa.py).  A compile request's
+    # own "target_isa" (the op library's choice) takes precedence; "" with
+    # neither means this machine's tier.
+    target_isa: str = ""
     # Asynchronous compile: requests keep running in TF meanwhile, so the
     # system compiler runs at BACKGROUND_NICE (build/cache.py _lower_priority).
     background: bool = False

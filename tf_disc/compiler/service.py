@@ -12,7 +12,7 @@ import re
 import time
 import traceback
 
-from .build import request_index
+from .build import isa, request_index
 from .build.cache import build, usable_cache_dir
 from .codegen.source import generate_library
 from .errors import CompileError
@@ -110,15 +110,23 @@ def parallel_units(cpus: int, runnable: int) -> int:
     return max(1, min(cpus, cpus - (runnable - 1)))
 
 
-def _indexed(request: dict, fdef: bytes, fast_math: str, options: CompileOptions,
+def target_flags(request: dict, options: CompileOptions) -> tuple:
+    """The compiler flags for the request's ISA tier (build/isa.py), then the
+    caller's extra flags."""
+    tier = isa.parse_tier(request.get("target_isa") or options.target_isa or isa.host_tier())
+    return isa.tier_flags(options.cxx, tier) + tuple(options.extra_cflags)
+
+
+def _indexed(request: dict, fdef: bytes, fast_math: str, extra: tuple,
+             options: CompileOptions,
              dump_dir: str | None) -> tuple[str | None, str | None]:
     """(request key, the library the disk cache holds for it or None):
     build/request_index.py.  No key with a dump dir: a dump asks for the
     pipeline's files, so the pipeline runs."""
     if dump_dir:
         return None, None
-    rkey = request_index.request_key(request, fdef, fast_math, options.cxx,
-                                     tuple(options.extra_cflags), options.timeout_s)
+    rkey = request_index.request_key(request, fdef, fast_math, options.cxx, extra,
+                                     options.timeout_s)
     directory, why = usable_cache_dir(options.cache_dir)
     return rkey, (request_index.lookup(directory, rkey) if why is None else None)
 
@@ -130,8 +138,8 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         dump_dir = _dump_dir(options, request)
         # The request's mode is the one DiscLaunch put in its cache key.
         fast_math = request.get("fast_math", options.fast_math) or ""
-        extra = tuple(options.extra_cflags)
-        rkey, hit = _indexed(request, fdef, fast_math, options, dump_dir)
+        extra = target_flags(request, options)
+        rkey, hit = _indexed(request, fdef, fast_math, extra, options, dump_dir)
         if hit is not None:
             secs = time.monotonic() - t0
             log.info("cluster %s -> %s (indexed, %.3fs)", request.get("function"), hit, secs)

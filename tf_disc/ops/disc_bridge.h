@@ -25,7 +25,10 @@ extern "C" {
  *    "inputs": [{"dtype": <tensorflow DataType enum int>, "rank": <int>,
  *                "value": null | [<numbers>, ...]  (flattened, row-major;
  *                                   only for args listed in const_args)}],
- *    "fast_math": "" | "bf16"  (the option when the key was computed)}
+ *    "fast_math": "" | "bf16"  (the option when the key was computed),
+ *    "target_isa": "x86-64-v2" | "avx2" | "avx512" | "avx512_bf16"
+ *                  (the tier to compile for: runtime/cpu_isa.h, lowered to
+ *                   the target_isa option)}
  * fdef / fdef_len: the cluster's FunctionDef, serialized deterministically.
  * reply / reply_cap: the callee writes NUL-terminated JSON, truncated to fit:
  *   {"ok": true, "path": "/abs/path/lib.so", "compiled": <bool: the system
@@ -64,7 +67,9 @@ int32_t DiscSetSupportTable(const char* json);
  *    "async_compile": bool      (run TF fallback while compiling; default false),
  *    "compile_timeout_s": float (default 600),
  *    "fast_math": "" | "bf16"  (float GEMMs in bf16; default ""; cache keys
- *                               then end in "|fast_math=bf16")}
+ *                               then end in "|fast_math=bf16"),
+ *    "target_isa": "" | a tier (runtime/cpu_isa.h; generated code for at
+ *                               most that tier; default "": the CPU's)}
  * Returns 0, or -1 on malformed JSON. */
 int32_t DiscSetOptions(const char* json);
 

@@ -315,7 +315,10 @@ class DiscLaunchOp : public AsyncOpKernel {
       }
       r += "}";
     }
-    r += fast_math ? "], \"fast_math\": \"bf16\"}" : "], \"fast_math\": \"\"}";
+    r += fast_math ? "], \"fast_math\": \"bf16\"" : "], \"fast_math\": \"\"";
+    r += ", \"target_isa\": \"";
+    r += CpuTierName(CodegenCpuTier());
+    r += "\"}";
     return absl::OkStatus();
   }
 

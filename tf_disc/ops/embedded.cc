@@ -1,5 +1,6 @@
 #include "tf_disc/ops/embedded.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -10,6 +11,8 @@
 #include "tensorflow/core/platform/logging.h"
 #include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/sha256.h"
+#include "tf_disc/ops/stats.h"
+#include "tf_disc/runtime/cpu_isa.h"
 
 namespace tf_disc {
 namespace {
@@ -33,27 +36,6 @@ std::vector<std::string> SplitCommas(const std::string& s) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
-}
-
-// This machine's CPU flags from /proc/cpuinfo (read once).
-const std::set<std::string>* CpuFlags() {
-  static const std::set<std::string>* flags = [] {
-    auto* set = new std::set<std::string>;
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-      // x86: "flags : ...", aarch64: "Features : ...".
-      if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
-      size_t colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      std::stringstream words(line.substr(colon + 1));
-      std::string w;
-      while (words >> w) set->insert(w);
-      break;
-    }
-    return set;
-  }();
-  return flags;
 }
 
 // Process-wide: one dlopen per distinct library, shared by every node and
@@ -122,27 +104,39 @@ bool ParseEmbeddedEntry(const std::string& blob, EmbeddedEntry* entry,
 
 std::vector<std::string> MissingCpuFeatures(
     const std::vector<std::string>& required) {
-  const std::set<std::string>* have = CpuFlags();
   std::vector<std::string> missing;
   for (const std::string& f : required) {
-    if (!have->count(f)) missing.push_back(f);
+    if (!CpuFeatureUsable(f)) missing.push_back(f);
   }
   return missing;
+}
+
+std::string EntryTier(const EmbeddedEntry& entry) {
+  CpuTier tier = CpuTier::kX86_64_V2;
+  for (const std::string& f : entry.cpu_features) {
+    CpuTier t;
+    if (TierOfFeature(f, &t)) tier = std::max(tier, t);
+  }
+  return CpuTierName(tier);
 }
 
 EmbeddedExecutables::EmbeddedExecutables(const std::string& function,
                                          const std::vector<std::string>& blobs)
     : function_(function) {
   for (const std::string& blob : blobs) {
-    Slot slot;
+    EmbeddedEntry entry;
     std::string error;
-    if (!ParseEmbeddedEntry(blob, &slot.entry, &error)) {
+    if (!ParseEmbeddedEntry(blob, &entry, &error)) {
       LOG(ERROR) << "DiscLaunch: " << function_
                  << ": ignoring an embedded executable: " << error;
       continue;
     }
-    std::string key = slot.entry.key;
-    entries_.emplace(std::move(key), std::move(slot));
+    std::vector<EmbeddedEntry>& same_key = entries_[entry.key].entries;
+    same_key.push_back(std::move(entry));
+    std::stable_sort(same_key.begin(), same_key.end(),
+                     [](const EmbeddedEntry& a, const EmbeddedEntry& b) {
+                       return a.cpu_features.size() > b.cpu_features.size();
+                     });
   }
 }
 
@@ -155,35 +149,52 @@ bool EmbeddedExecutables::Find(const std::string& key,
   Slot& s = it->second;
   if (!s.tried) {
     s.tried = true;
-    const EmbeddedEntry& e = s.entry;
-    std::vector<std::string> missing = MissingCpuFeatures(e.cpu_features);
-    if (Sha256Hex(e.bytes) != e.sha256) {
-      s.reason = "embedded executable sha256 mismatch";
-      LOG(ERROR) << "DiscLaunch: " << function_ << ": refusing the embedded "
-                 << "executable for key " << key << ": its bytes do not match "
-                 << "the recorded sha256 " << e.sha256
-                 << " (running the original function instead)";
-    } else if (!missing.empty()) {
-      std::string list;
-      for (const std::string& f : missing) list += (list.empty() ? "" : ",") + f;
-      s.reason = "embedded executable needs CPU features " + list;
-      LOG(WARNING) << "DiscLaunch: " << function_ << ": the embedded executable "
-                   << "for key " << key << " needs CPU features this machine "
-                   << "lacks (" << list << "); running the original function";
-    } else {
-      std::string error;
-      s.exe = LoadShared(e, &error);
-      if (!s.exe) {
-        s.reason = "embedded executable load failed: " + error;
-        LOG(ERROR) << "DiscLaunch: " << function_ << ": " << s.reason;
-      }
-    }
-    s.entry.bytes.clear();  // loaded or refused: the bytes are not needed again
-    s.entry.bytes.shrink_to_fit();
+    Load(key, &s);
+    s.entries.clear();  // loaded or refused: the bytes are not needed again
+    s.entries.shrink_to_fit();
   }
   *exe = s.exe;
   *reason = s.reason;
   return true;
+}
+
+void EmbeddedExecutables::Load(const std::string& key, Slot* s) {
+  std::string missing_list;
+  for (const EmbeddedEntry& e : s->entries) {
+    std::vector<std::string> missing = MissingCpuFeatures(e.cpu_features);
+    if (!missing.empty()) {
+      // Reported for the last entry tried: the one needing the fewest.
+      missing_list.clear();
+      for (const std::string& f : missing) missing_list += (missing_list.empty() ? "" : ",") + f;
+      continue;
+    }
+    if (Sha256Hex(e.bytes) != e.sha256) {
+      s->reason = "embedded executable sha256 mismatch";
+      LOG(ERROR) << "DiscLaunch: " << function_ << ": refusing the embedded "
+                 << "executable for key " << key << ": its bytes do not match "
+                 << "the recorded sha256 " << e.sha256
+                 << " (running the original function instead)";
+      return;
+    }
+    std::string error;
+    s->exe = LoadShared(e, &error);
+    if (!s->exe) {
+      s->reason = "embedded executable load failed: " + error;
+      LOG(ERROR) << "DiscLaunch: " << function_ << ": " << s->reason;
+      return;
+    }
+    const std::string tier = EntryTier(e);
+    RecordEmbeddedTier(tier);
+    LOG(INFO) << "DiscLaunch: " << function_ << ": serving the embedded " << tier
+              << " executable for key " << key << " (CPU tier "
+              << CpuTierName(SelectedCpuTier()) << ", " << s->entries.size() << " embedded)";
+    return;
+  }
+  s->reason = "embedded executable needs CPU features " + missing_list;
+  LOG(WARNING) << "DiscLaunch: " << function_ << ": the embedded executable "
+               << "for key " << key << " needs CPU features this machine "
+               << "lacks or DISC_MAX_CPU_ISA excludes (" << missing_list
+               << "); running the original function";
 }
 
 }  // namespace tf_disc

@@ -33,14 +33,22 @@ struct EmbeddedEntry {
 bool ParseEmbeddedEntry(const std::string& blob, EmbeddedEntry* entry,
                         std::string* error);
 
-// The CPU features in `required` that this machine lacks (empty: all there,
-// or the features of this machine cannot be read and none are required).
+// The CPU features in `required` that this process may not use: absent on
+// this machine, or above the DISC_MAX_CPU_ISA cap (runtime/cpu_isa.h
+// CpuFeatureUsable).
 std::vector<std::string> MissingCpuFeatures(
     const std::vector<std::string>& required);
 
-// The executables of one DiscLaunch node, loaded lazily per key.  A load
-// refuses bytes whose sha256 differs from the recorded one (one ERROR line)
-// and entries needing CPU features this machine lacks (one WARNING line);
+// The ISA tier an entry was built for (runtime/cpu_isa.h CpuTierName): the
+// highest tier among its features.
+std::string EntryTier(const EmbeddedEntry& entry);
+
+// The executables of one DiscLaunch node, loaded lazily per key.  A key may
+// have one entry per ISA tier (convert's target_isas): the one needing the
+// most features that this process may use is loaded (one INFO line, counted
+// in disc.stats()["embedded_tiers"]).  A load refuses bytes whose sha256
+// differs from the recorded one (one ERROR line) and, when no entry of the
+// key can run here, says which CPU features are missing (one WARNING line);
 // the refusal reason is then returned every time for that key.
 class EmbeddedExecutables {
  public:
@@ -57,11 +65,13 @@ class EmbeddedExecutables {
 
  private:
   struct Slot {
-    EmbeddedEntry entry;
+    std::vector<EmbeddedEntry> entries;  // most CPU features first
     bool tried = false;
     std::shared_ptr<const Executable> exe;
     std::string reason;
   };
+  // Picks and loads one of s's entries (the first try of a key).
+  void Load(const std::string& key, Slot* s);
 
   std::string function_;
   std::mutex mu_;

@@ -1,8 +1,10 @@
 #include "tf_disc/ops/options.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
+#include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/json.h"
 
 namespace tf_disc {
@@ -19,10 +21,16 @@ Options& MutableOptions() {
 }
 
 std::atomic<bool> fast_math_bf16{false};
+std::atomic<int> target_tier{static_cast<int>(kHighestCpuTier)};
 
 }  // namespace
 
 bool FastMathBf16() { return fast_math_bf16.load(std::memory_order_relaxed); }
+
+CpuTier CodegenCpuTier() {
+  return std::min(SelectedCpuTier(),
+                  static_cast<CpuTier>(target_tier.load(std::memory_order_relaxed)));
+}
 
 Options GetOptions() {
   std::lock_guard<std::mutex> lock(OptionsMutex());
@@ -60,6 +68,10 @@ bool UpdateOptionsFromJson(const std::string& text, std::string* error) {
     } else if (key == "fast_math") {
       ok = v.is_string() && (v.as_string().empty() || v.as_string() == "bf16");
       if (ok) next.fast_math = v.as_string();
+    } else if (key == "target_isa") {
+      CpuTier tier;
+      ok = v.is_string() && (v.as_string().empty() || ParseCpuTier(v.as_string(), &tier));
+      if (ok) next.target_isa = v.as_string();
     }
     // Unknown keys are ignored so that newer Python can talk to older C++.
     if (!ok) {
@@ -69,6 +81,13 @@ bool UpdateOptionsFromJson(const std::string& text, std::string* error) {
   }
   MutableOptions() = next;
   fast_math_bf16.store(next.fast_math == "bf16", std::memory_order_relaxed);
+  CpuTier tier = kHighestCpuTier;
+  if (!next.target_isa.empty()) ParseCpuTier(next.target_isa, &tier);
+  // Executables built for another tier must not serve the new one (the tier
+  // is not in the cache key: a process normally has one).
+  if (target_tier.exchange(static_cast<int>(tier)) != static_cast<int>(tier)) {
+    ClearExecutableCache();
+  }
   return true;
 }
 

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "tf_disc/runtime/cpu_isa.h"
+
 namespace tf_disc {
 
 struct Options {
@@ -13,6 +15,9 @@ struct Options {
   bool async_compile = false;   // fall back to TF while a key compiles
   double compile_timeout_s = 600;
   std::string fast_math;        // "" (exact fp32) or "bf16": part of every cache key
+  // "" (the selected CPU tier) or a lower tier for generated code
+  // (runtime/cpu_isa.h names); changing it clears the executable cache.
+  std::string target_isa;
 };
 
 // A copy of the current options (cheap; taken under a mutex).
@@ -20,6 +25,10 @@ Options GetOptions();
 
 // Options().fast_math without the copy (read on every DiscLaunch call).
 bool FastMathBf16();
+
+// The ISA tier generated code is compiled for: SelectedCpuTier() lowered to
+// the target_isa option (read on every compile request).
+CpuTier CodegenCpuTier();
 
 // Applies a JSON object; missing keys keep their value.  Returns false and
 // leaves the options unchanged on malformed JSON or wrongly typed values.

@@ -4,6 +4,8 @@
 #include <memory>
 
 #include "tf_disc/ops/json.h"
+#include "tf_disc/runtime/cpu_isa.h"
+#include "tf_disc/runtime/kernel_dispatch.h"
 
 namespace tf_disc {
 namespace {
@@ -19,6 +21,7 @@ struct Registry {
   std::atomic<int64_t> loaded_executables{0};
   std::atomic<int64_t> weight_packs[2]{{0}, {0}};  // [0]: bf16, [1]: fp32
   std::atomic<int64_t> weight_bytes[2]{{0}, {0}};
+  std::map<std::string, int64_t> embedded_tiers;  // under mu
 };
 
 Registry& GetRegistry() {
@@ -30,6 +33,12 @@ void AppendField(const char* name, const std::string& value, std::string* out) {
   json::AppendQuoted(name, out);
   *out += ": ";
   *out += value;
+}
+
+std::string Quoted(const std::string& s) {
+  std::string out;
+  json::AppendQuoted(s, &out);
+  return out;
 }
 
 }  // namespace
@@ -160,6 +169,12 @@ void RecordExecutableLoaded(int64_t delta) {
   GetRegistry().loaded_executables += delta;
 }
 
+void RecordEmbeddedTier(const std::string& tier) {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  ++r.embedded_tiers[tier];
+}
+
 void RecordWeightPacks(bool bf16, int64_t packs, int64_t bytes) {
   Registry& r = GetRegistry();
   r.weight_packs[bf16 ? 0 : 1] += packs;
@@ -211,6 +226,25 @@ std::string StatsToJson() {
     out += ", ";
     AppendField("bytes", std::to_string(r.weight_bytes[i].load()), &out);
   }
+  out += "}, \"embedded_tiers\": {";
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    bool first = true;
+    for (const auto& kv : r.embedded_tiers) {
+      if (!first) out += ", ";
+      first = false;
+      AppendField(kv.first.c_str(), std::to_string(kv.second), &out);
+    }
+  }
+  // The ISA tiers (runtime/cpu_isa.h) and the kernel library loaded.
+  out += "}, \"cpu\": {";
+  AppendField("detected", Quoted(CpuTierName(DetectedCpuTier())), &out);
+  out += ", ";
+  AppendField("max", Quoted(CpuTierName(MaxCpuTier())), &out);
+  out += ", ";
+  AppendField("selected", Quoted(CpuTierName(SelectedCpuTier())), &out);
+  out += ", ";
+  AppendField("kernels", Quoted(LoadedKernelTier()), &out);
   out += "}}";
   return out;
 }
@@ -224,6 +258,7 @@ void ResetStats() {
   r.clusters_created = 0;
   r.nodes_clustered = 0;
   r.ops_left.clear();
+  r.embedded_tiers.clear();
   for (auto& packs : r.weight_packs) packs = 0;
 }
 

@@ -83,6 +83,9 @@ void RecordExecutableLoaded(int64_t delta);
 // (zeroed by a reset) and the bytes held now (a gauge).
 void RecordWeightPacks(bool bf16, int64_t packs, int64_t bytes);
 
+// An embedded executable of ISA tier `tier` was loaded (embedded.h).
+void RecordEmbeddedTier(const std::string& tier);
+
 std::string StatsToJson();
 void ResetStats();
 

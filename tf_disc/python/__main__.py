@@ -23,6 +23,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     conv.add_argument("--cache-dir", help="compile cache directory")
     conv.add_argument("--min-cluster-size", type=int, help="smallest cluster to compile")
     conv.add_argument("--cxx", help="C++ compiler")
+    conv.add_argument("--target-isa", action="append", dest="target_isas", metavar="TIER",
+                      help="embed an executable for this x86-64 tier (x86-64-v2, avx2, avx512, "
+                           "avx512_bf16; repeatable; default avx2, avx512 and this machine's)")
     args = parser.parse_args(argv)
 
     import blade_disc_tf as disc
@@ -31,7 +34,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                  ("min_cluster_size", args.min_cluster_size)) if v is not None}
     try:
         disc.convert_saved_model(args.src, args.dst, args.signatures,
-                                 progress=lambda line: print(line, flush=True), **options)
+                                 progress=lambda line: print(line, flush=True),
+                                 target_isas=args.target_isas or (), **options)
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 from . import _embed
 from ._offline_cluster import DISC_LAUNCH
@@ -25,6 +25,7 @@ class ClusterReport:
     seconds: float = 0.0
     size: int = 0
     reason: str = ""   # why it is left to run-time compile / fallback
+    target_isas: List[str] = dataclasses.field(default_factory=list)  # tiers embedded
 
 
 def _cluster_function_bytes(library_path: str, name: str, fallback) -> bytes:
@@ -114,11 +115,56 @@ def _request(graph_def, node, shapes) -> tuple:
     return key, inputs
 
 
-def compile_launches(graph_def, input_map_fn: Callable[[], dict], compile_options,
-                     library_path: str, progress: Callable[[str], None]) -> List[ClusterReport]:
-    """Compiles and embeds every top-level launch of `graph_def` (in place)."""
+def default_target_isas() -> tuple:
+    """The tiers a conversion embeds by default: AVX2 and AVX-512 (a model
+    converted on one server generation serves compiled on the others), and
+    this machine's own tier."""
+    from blade_disc_tf.compiler.build import isa
+
+    wanted = {"avx2", "avx512", isa.host_tier()}
+    return tuple(t for t in isa.TIERS if t in wanted)
+
+
+def _compile_tiers(node, rep: ClusterReport, inputs: list, fallback_fdef, compile_options,
+                   library_path: str, target_isas: Sequence[str]) -> None:
+    """Compiles one launch for each tier and embeds one executable per
+    distinct compiler command line (the op library picks the best one the
+    serving CPU runs: embedded.cc)."""
     from blade_disc_tf.compiler import service
 
+    start = time.monotonic()
+    fdef = _cluster_function_bytes(library_path, rep.function, fallback_fdef)
+    seen = set()
+    for tier in target_isas:
+        request = {"function": rep.function, "key": rep.key, "inputs": inputs,
+                   "target_isa": tier}
+        flags = service.target_flags(request, compile_options)
+        if flags in seen:  # tiers whose generated code is the same
+            continue
+        seen.add(flags)
+        reply = service.compile_request(request, fdef, compile_options)
+        if not reply.get("ok"):
+            rep.reason = f"compile for {tier} failed: {reply.get('error')}"
+            continue
+        with open(reply["path"], "rb") as f:
+            library = f.read()
+        # Asked only now: the compiler is known to work.
+        features = _embed.required_cpu_features(compile_options.cxx, flags)
+        node.attr["executables"].list.s.append(_embed.encode_entry(rep.key, library, features))
+        rep.target_isas.append(tier)
+        rep.size += len(library)
+    rep.compiled = bool(rep.target_isas)
+    rep.seconds = time.monotonic() - start
+
+
+def compile_launches(graph_def, input_map_fn: Callable[[], dict], compile_options,
+                     library_path: str, progress: Callable[[str], None],
+                     target_isas: Sequence[str] = ()) -> List[ClusterReport]:
+    """Compiles and embeds every top-level launch of `graph_def` (in place),
+    once per ISA tier of `target_isas` (default_target_isas() when empty)."""
+    from blade_disc_tf.compiler.build import isa
+
+    target_isas = tuple(isa.parse_tier(t) for t in target_isas) or default_target_isas()
     fdefs = {f.signature.name: f for f in graph_def.library.function}
     shapes, outputs = launch_shapes(graph_def, input_map_fn)
     reports = []
@@ -141,24 +187,11 @@ def compile_launches(graph_def, input_map_fn: Callable[[], dict], compile_option
             except LookupError as e:
                 rep.reason = str(e)
         if rep.key is not None:
-            start = time.monotonic()
-            fdef = _cluster_function_bytes(library_path, fname, fdefs[fname])
-            reply = service.compile_request(
-                {"function": fname, "key": rep.key, "inputs": inputs}, fdef, compile_options)
-            rep.seconds = time.monotonic() - start
-            if reply.get("ok"):
-                with open(reply["path"], "rb") as f:
-                    library = f.read()
-                # Asked only now: the compiler is known to work.
-                features = _embed.required_cpu_features(compile_options.cxx,
-                                                        tuple(compile_options.extra_cflags))
-                node.attr["executables"].list.s.append(
-                    _embed.encode_entry(rep.key, library, features))
-                rep.compiled, rep.size = True, len(library)
-            else:
-                rep.reason = "compile failed: " + str(reply.get("error"))
+            _compile_tiers(node, rep, inputs, fdefs[fname], compile_options, library_path,
+                           target_isas)
         progress(f"  cluster {node.name} ({rep.ops} ops, key {rep.key or '-'}): " +
-                 (f"compiled in {rep.seconds:.2f}s, {rep.size} bytes" if rep.compiled
+                 (f"compiled for {', '.join(rep.target_isas)} in {rep.seconds:.2f}s, "
+                  f"{rep.size} bytes" if rep.compiled
                   else f"left to run time ({rep.reason})"))
     for func in graph_def.library.function:  # e.g. a _noinline function
         for node in func.node_def:

@@ -24,7 +24,7 @@ def _compile_options(options: Options):
     return CompileOptions(cache_dir=options.cache_dir, dump_dir=options.dump_dir,
                           cxx=options.cxx, forbid_compile=options.forbid_compile,
                           timeout_s=options.compile_timeout_s, fast_math=options.fast_math,
-                          background=options.async_compile)
+                          target_isa=options.target_isa, background=options.async_compile)
 
 
 def _encode_reply(reply: dict, cap: int) -> bytes:

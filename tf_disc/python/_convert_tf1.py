@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Callable, Dict
+from typing import Callable, Dict, Sequence
 
 from . import _aot
 from ._offline_cluster import cluster_meta_graph, has_launches
@@ -39,7 +39,8 @@ def _fetches(meta) -> list:
 
 
 def convert(src: str, dst: str, saved_model, compile_options, min_cluster_size: int,
-            library_path: str, progress: Callable[[str], None]) -> Dict[str, list]:
+            library_path: str, progress: Callable[[str], None],
+            target_isas: Sequence[str] = ()) -> Dict[str, list]:
     """Converts every MetaGraphDef of `saved_model` (parsed saved_model.pb);
     returns {"<tags>/<signatures>": [ClusterReport]}."""
     import tensorflow as tf
@@ -56,7 +57,7 @@ def convert(src: str, dst: str, saved_model, compile_options, min_cluster_size: 
         n = sum(node.op == _aot.DISC_LAUNCH for node in out.node)
         progress(f"signatures {label}: {n} cluster(s)")
         reports[label] = _aot.compile_launches(out, dict, compile_options,
-                                               library_path, progress)
+                                               library_path, progress, target_isas)
         meta.graph_def.CopyFrom(out)
     os.makedirs(dst, exist_ok=True)
     for sub in ("variables", "assets", "assets.extra"):

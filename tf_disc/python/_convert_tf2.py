@@ -4,7 +4,7 @@ approach of TF-TRT's TrtGraphConverterV2, without freezing), then the loaded
 object is saved again with the rebuilt signatures."""
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 from . import _aot
 from ._offline_cluster import cluster_meta_graph, has_launches
@@ -55,7 +55,8 @@ def _rebuild(func, graph_def):
 
 def convert(src: str, dst: str, signature_keys: Optional[List[str]], compile_options,
             min_cluster_size: int, library_path: str,
-            progress: Callable[[str], None]) -> Dict[str, list]:
+            progress: Callable[[str], None],
+            target_isas: Sequence[str] = ()) -> Dict[str, list]:
     """Converts and saves; returns {signature: [ClusterReport]}."""
     import tensorflow as tf
     from tensorflow.python.training import saver
@@ -80,7 +81,7 @@ def convert(src: str, dst: str, signature_keys: Optional[List[str]], compile_opt
         n = sum(node.op == _aot.DISC_LAUNCH for node in out.node)
         progress(f"signature {key}: {n} cluster(s)")
         reports[key] = _aot.compile_launches(out, _resource_input_map(func), compile_options,
-                                             library_path, progress)
+                                             library_path, progress, target_isas)
         converted[key] = _rebuild(func, out)
     tf.saved_model.save(root, dst, signatures=converted)
     return reports

@@ -10,7 +10,7 @@ import subprocess
 
 MAGIC = b"DISCEXE1"
 
-# Compiler macro -> /proc/cpuinfo flag name (x86; what -march=native can turn on).
+# Compiler macro -> /proc/cpuinfo flag name (x86; what a -march can turn on).
 _X86_MACROS = {
     "__SSE3__": "pni", "__SSSE3__": "ssse3", "__SSE4_1__": "sse4_1",
     "__SSE4_2__": "sse4_2", "__POPCNT__": "popcnt", "__AVX__": "avx",
@@ -30,8 +30,9 @@ _X86_MACROS = {
 
 @functools.lru_cache(maxsize=4)
 def required_cpu_features(cxx: str, extra_cflags: tuple = ()) -> tuple:
-    """cpuinfo names of the ISA extensions the compiler command enables (it
-    builds with -march=native), from its predefined macros."""
+    """cpuinfo names of the ISA extensions the compiler command enables (the
+    target tier's -march, compiler/build/isa.py, is among extra_cflags), from
+    its predefined macros."""
     from blade_disc_tf.compiler.build.command import BASE_FLAGS
 
     flags = [f for f in BASE_FLAGS if f not in ("-shared",)]

@@ -53,7 +53,7 @@ def enable(**options: Any) -> None:
     """Optimizes every tf.function and TF1 Session graph built from now on.
 
     Options (see blade_disc_tf.config): cache_dir, dump_dir, min_cluster_size,
-    cxx, async_compile, compile_timeout_s, forbid_compile, fast_math."""
+    cxx, async_compile, compile_timeout_s, forbid_compile, fast_math, target_isa."""
     with _session.lock:
         _session.options = _session.options.replace(**options)
         _session.attach_compiler()

@@ -11,6 +11,10 @@ variables, and the options `enable()` takes.  Nothing else reads os.environ.
 | DISC_COMPILE_TIMEOUT_S   | compile_timeout_s  | 600                              |
 | DISC_FORBID_COMPILE      | forbid_compile     | 0 (1: never run the system compiler, e.g. to prove a cache hit) |
 | DISC_FAST_MATH           | fast_math          | "" (off; "bf16": float GEMMs round A and B to bf16, README "Fast math") |
+| DISC_TARGET_ISA          | target_isa         | "" (the CPU's tier; "x86-64-v2", "avx2", "avx512" or "avx512_bf16": generated code for at most that tier) |
+
+DISC_MAX_CPU_ISA (same names) is read by the op library itself: it caps the
+tier of its kernels and of everything else for the whole process.
 """
 from __future__ import annotations
 
@@ -40,6 +44,14 @@ def _fast_math(value: Optional[str]) -> str:
     return mode
 
 
+def _target_isa(value: Optional[str]) -> str:
+    """"" (the CPU's tier) or a tier name of compiler/build/isa.py."""
+    from blade_disc_tf.compiler.build import isa
+
+    text = "" if value is None else str(value).strip()
+    return isa.parse_tier(text) if text else ""
+
+
 @dataclasses.dataclass(frozen=True)
 class Options:
     """What the optimizer, the kernel and the compiler are told."""
@@ -53,9 +65,12 @@ class Options:
     forbid_compile: bool = False
     # Off by default: an executable's GEMM precision is part of its cache key.
     fast_math: str = ""
+    # "" or an x86-64 tier: generated code for at most that tier.
+    target_isa: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fast_math", _fast_math(self.fast_math))
+        object.__setattr__(self, "target_isa", _target_isa(self.target_isa))
 
     def replace(self, **changes: Any) -> "Options":
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
@@ -72,6 +87,7 @@ class Options:
             "async_compile": bool(self.async_compile),
             "compile_timeout_s": float(self.compile_timeout_s),
             "fast_math": self.fast_math,
+            "target_isa": self.target_isa,
         }
 
 
@@ -87,4 +103,5 @@ def from_environment(env: Optional[Mapping[str, str]] = None) -> Options:
         compile_timeout_s=float(env.get("DISC_COMPILE_TIMEOUT_S", "600")),
         forbid_compile=_flag(env.get("DISC_FORBID_COMPILE", "0")),
         fast_math=env.get("DISC_FAST_MATH", ""),
+        target_isa=env.get("DISC_TARGET_ISA", ""),
     )

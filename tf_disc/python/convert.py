@@ -69,10 +69,15 @@ def _is_tf2(proto) -> bool:
 def convert_saved_model(src_dir: str, dst_dir: str,
                         signature_keys: Optional[Sequence[str]] = None,
                         progress: Optional[Callable[[str], None]] = None,
+                        target_isas: Sequence[str] = (),
                         **options) -> ConversionSummary:
     """Converts the SavedModel in src_dir into dst_dir (which must not exist
     or be empty).  signature_keys: TF2 signatures to convert (default all).
     progress: called with one line per signature and per cluster.
+    target_isas: the x86-64 tiers ("x86-64-v2", "avx2", "avx512",
+    "avx512_bf16") to embed an executable for, each cluster once per tier;
+    the serving machine runs the best one its CPU supports (default: avx2,
+    avx512 and this machine's tier).
     options: blade_disc_tf options for this conversion (cache_dir, cxx,
     min_cluster_size, ...)."""
     from . import api
@@ -89,7 +94,7 @@ def convert_saved_model(src_dir: str, dst_dir: str,
     with api._session.lock:  # noqa: SLF001 - the converter needs the compiler's support table
         library = api._session.attach_compiler()  # noqa: SLF001
     common = dict(compile_options=_compile_options(opts), min_cluster_size=opts.min_cluster_size,
-                  library_path=library.path, progress=progress)
+                  library_path=library.path, progress=progress, target_isas=tuple(target_isas))
     if _is_tf2(proto):
         from . import _convert_tf2
         keys = None if signature_keys is None else list(signature_keys)

@@ -1,9 +1,10 @@
 // Batched strided GEMM behind DiscRuntime::gemm (disc_abi.h).
 //
-// gemm.cc holds only Eigen (no TF headers) and is compiled with
-// its own flags (sources.json "source_cflags": -O3 -march=native, hidden
-// visibility): the wheel's own Eigen kernels are built without AVX-512 and
-// run at about half this CPU's peak.  Threading stays with the caller: the
+// gemm.cc holds only Eigen (no TF headers) and is compiled once per ISA
+// tier into the kernel libraries (kernel_table.h; sources.json
+// "kernel_tiers": -O3 -march=x86-64-vN, hidden visibility): the wheel's own
+// Eigen kernels are built without AVX-512 and run at about half the peak of
+// an AVX-512 CPU.  Threading stays with the caller: the
 // work is cut into independent blocks (batches, row and column panels) that
 // the caller's parallel-for runs on TF's intra-op pool, each block being a
 // single-threaded Eigen GEMM; large dense products instead run Eigen's

@@ -19,8 +19,9 @@
 // change, packed once by PackBf16B in the same whole-k group layout), and
 // is then not packed again.
 //
-// The kernel functions carry a target attribute, so the file builds with any
-// -march and the instructions run only after the cpuid/XCR0 check.
+// The kernel functions carry a target attribute adding AVX512_BF16 to the
+// avx512 library's -march, and the instructions run only when the op
+// library's selected tier (cpuid, XCR0, DISC_MAX_CPU_ISA) is avx512_bf16.
 #include "tf_disc/runtime/gemm_bf16.h"
 
 #include <algorithm>
@@ -29,10 +30,13 @@
 #include <memory>
 
 #include "tf_disc/runtime/disc_abi.h"
+#include "tf_disc/runtime/kernel_entry.h"
 
-#if defined(__x86_64__) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 10))
+// Only the avx512 kernel library (kernel_table.h) has the kernel: lower
+// tiers' libraries hold no AVX-512 code at all.
+#if defined(__x86_64__) && defined(__AVX512F__) && \
+    (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 10))
 #define DISC_BF16_KERNEL 1
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -51,18 +55,6 @@ constexpr int64_t kBlockRows = 192;        // rows of A packed at once
 constexpr int64_t kTaskCols = 256;         // columns of C per task (4 groups)
 constexpr int64_t kMinRows = 16;           // fewer rows: packing B costs more than it saves
 constexpr int64_t kMinRowsPerTask = 48;
-
-bool DetectBf16() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return false;
-  unsigned lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  if ((lo & 0xE6) != 0xE6) return false;  // OS saves SSE, AVX, opmask, ZMM state
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  if (!(b & (1u << 16)) || !(b & (1u << 30))) return false;  // AVX512F, AVX512BW
-  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
-  return (a & (1u << 5)) != 0;  // AVX512_BF16
-}
 
 // Round to nearest even, as vcvtne2ps2bf16 (NaN stays NaN, quieted).
 uint16_t ToBf16(float f) {
@@ -441,7 +433,8 @@ bool Run(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for
 }  // namespace
 
 bool Bf16GemmAvailable() {
-  static const bool available = DetectBf16();
+  // The host's tier includes AVX512_BF16 (cpuid, XCR0 and DISC_MAX_CPU_ISA).
+  static const bool available = HostCpuTier() >= CpuTier::kAvx512Bf16;
   return available;
 }
 
@@ -494,6 +487,5 @@ std::unique_ptr<Bf16PackedB> PackBf16B(const GemmArgs&, int, const GemmParallelF
 Bf16PackedB::Bf16PackedB(uint16_t* data, size_t bytes, int64_t group, int64_t entry)
     : data(data), bytes(bytes), group(group), entry(entry) {}
 
-Bf16PackedB::~Bf16PackedB() { std::free(data); }
 
 }  // namespace tf_disc

@@ -7,6 +7,7 @@
 #define TF_DISC_RUNTIME_GEMM_BF16_H_
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <memory>
 
@@ -35,7 +36,8 @@ bool Bf16GemmApplies(const GemmArgs& args);
 // a multiple of 32 and n to a multiple of 64.
 struct Bf16PackedB {
   Bf16PackedB(uint16_t* data, size_t bytes, int64_t group, int64_t entry);
-  ~Bf16PackedB();
+  // Inline: the op library frees what a kernel library packed.
+  ~Bf16PackedB() { std::free(data); }
   Bf16PackedB(const Bf16PackedB&) = delete;
   Bf16PackedB& operator=(const Bf16PackedB&) = delete;
   uint16_t* const data;

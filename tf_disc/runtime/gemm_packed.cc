@@ -471,6 +471,5 @@ std::unique_ptr<Fp32PackedB> PackFp32B(const GemmArgs&, int, const GemmParallelF
 Fp32PackedB::Fp32PackedB(float* data, size_t bytes, int64_t entry)
     : data(data), bytes(bytes), entry(entry) {}
 
-Fp32PackedB::~Fp32PackedB() { std::free(data); }
 
 }  // namespace tf_disc

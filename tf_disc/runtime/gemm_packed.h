@@ -14,6 +14,7 @@
 #define TF_DISC_RUNTIME_GEMM_PACKED_H_
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <memory>
 
@@ -37,7 +38,8 @@ void RunPackedGemm(const GemmArgs& g, int num_threads, const GemmParallelFor& pa
 // stride_b == 0).  The bytes of the fp32 operand, n padded to 32.
 struct Fp32PackedB {
   Fp32PackedB(float* data, size_t bytes, int64_t entry);
-  ~Fp32PackedB();
+  // Inline: the op library frees what a kernel library packed.
+  ~Fp32PackedB() { std::free(data); }
   Fp32PackedB(const Fp32PackedB&) = delete;
   Fp32PackedB& operator=(const Fp32PackedB&) = delete;
   float* const data;

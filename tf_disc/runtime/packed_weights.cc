@@ -6,6 +6,7 @@
 #include "tf_disc/runtime/disc_abi.h"
 #include "tf_disc/runtime/gemm_bf16.h"
 #include "tf_disc/runtime/gemm_packed.h"
+#include "tf_disc/runtime/kernel_dispatch.h"
 
 namespace tf_disc {
 
@@ -53,10 +54,12 @@ bool SameBuffer(const tensorflow::Tensor& a, const tensorflow::Tensor& b) {
 // Which packed B g's kernel reads, if any: RunGemm runs the bf16 kernel for
 // fast-math GEMMs it applies to, the fp32 route otherwise.
 std::optional<PackKind> KindFor(const GemmArgs& g) {
-  if ((g.dtype & DISC_GEMM_FAST_BF16) != 0 && Bf16GemmApplies(g)) return PackKind::kBf16;
+  if ((g.dtype & DISC_GEMM_FAST_BF16) != 0 && Kernels().bf16_gemm_applies(g)) {
+    return PackKind::kBf16;
+  }
   GemmArgs plain = g;
   plain.dtype &= ~DISC_GEMM_FAST_BF16;
-  if (PrepackedFp32Applies(plain)) return PackKind::kFp32;
+  if (Kernels().prepacked_fp32_applies(plain)) return PackKind::kFp32;
   return std::nullopt;
 }
 
@@ -105,11 +108,11 @@ std::shared_ptr<const Pack> MakePack(const tensorflow::Tensor& input, const Layo
                                      const GemmParallelFor& parallel_for, PackGauge gauge) {
   auto pack = std::make_shared<Pack>(input, layout, gauge);
   if (layout.kind == PackKind::kBf16) {
-    pack->bf16 = PackBf16B(g, num_threads, parallel_for);
+    pack->bf16 = Kernels().pack_bf16_b(g, num_threads, parallel_for);
     if (pack->bf16 == nullptr) return nullptr;
     pack->bytes = static_cast<int64_t>(pack->bf16->bytes);
   } else {
-    pack->fp32 = PackFp32B(g, num_threads, parallel_for);
+    pack->fp32 = Kernels().pack_fp32_b(g, num_threads, parallel_for);
     if (pack->fp32 == nullptr) return nullptr;
     pack->bytes = static_cast<int64_t>(pack->fp32->bytes);
   }

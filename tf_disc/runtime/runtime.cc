@@ -8,7 +8,7 @@
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/platform/threadpool.h"
 #include "tf_disc/runtime/gemm.h"
-#include "tf_disc/runtime/window.h"
+#include "tf_disc/runtime/kernel_dispatch.h"
 
 namespace tf_disc {
 
@@ -223,7 +223,9 @@ int32_t KernelRuntime::GemmEpilogue(void* self_ptr, int32_t dtype, int32_t trans
     packed = self->stable_->Attach(&args, pool.threads, pool.parallel_for);
   }
   std::string error;
-  if (RunGemm(args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) return 0;
+  if (Kernels().run_gemm(args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) {
+    return 0;
+  }
   SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());
   return 1;
 }
@@ -252,7 +254,8 @@ int32_t KernelRuntime::GemmMulti(void* self_ptr, int32_t dtype, int32_t trans_a,
     }
   }
   std::string error;
-  if (RunGemmMulti(args.data(), num_parts, pool.threads, pool.eigen_pool, pool.parallel_for,
+  if (Kernels().run_gemm_multi(args.data(), num_parts, pool.threads, pool.eigen_pool,
+                               pool.parallel_for,
                    &error)) {
     return 0;
   }
@@ -268,7 +271,9 @@ int32_t KernelRuntime::Window(void* self_ptr, const DiscWindowArgs* args) {
   }
   PoolView pool = ViewPool(self->ctx_);
   std::string error;
-  if (RunWindow(*args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) return 0;
+  if (Kernels().run_window(*args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) {
+    return 0;
+  }
   SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());
   return 1;
 }

@@ -40,6 +40,14 @@ bool RuntimeSwitchByName(const char* name, RuntimeSwitch* s) {
   return false;
 }
 
+const std::string& MaxCpuIsaSetting() {
+  static const std::string* value = [] {
+    const char* v = std::getenv("DISC_MAX_CPU_ISA");
+    return new std::string(v == nullptr ? "" : v);
+  }();
+  return *value;
+}
+
 void ReloadRuntimeSwitches() {
   RuntimeSwitchValue(RuntimeSwitch::kGemmSkinny);  // the first load, if not yet done
   Load();

@@ -1,10 +1,13 @@
-// The runtime kernels' benchmark A/B switches (README "Benchmark switches"):
+// The environment, read in one place for the C++ layer.  The runtime
+// kernels' benchmark A/B switches (README "Benchmark switches"):
 // DISC_GEMM_SKINNY, DISC_GEMM_EPILOGUE, DISC_GEMM_PACKED, DISC_GEMM_PREPACK, DISC_GEMM_MULTI, DISC_CONV_DIRECT, DISC_CONV_TRANSPOSE_COL2IM.  Read from the
 // environment once, not on every GEMM or convolution (getenv walks the whole
 // environment); DiscReloadRuntimeSwitches (disc_bridge.h) reads them again, so
 // that a benchmark times both settings in one process.
 #ifndef TF_DISC_RUNTIME_SWITCHES_H_
 #define TF_DISC_RUNTIME_SWITCHES_H_
+
+#include <string>
 
 namespace tf_disc {
 
@@ -26,6 +29,10 @@ bool RuntimeSwitchByName(const char* name, RuntimeSwitch* s);
 
 // Reads every switch from the environment again.
 void ReloadRuntimeSwitches();
+
+// DISC_MAX_CPU_ISA (cpu_isa.h MaxCpuTier), read once; "" when unset.  Not a
+// benchmark switch: a cap for users and tests, fixed for the process.
+const std::string& MaxCpuIsaSetting();
 
 }  // namespace tf_disc
 

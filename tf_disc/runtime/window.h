@@ -4,8 +4,8 @@
 // max/avg pooling (direct loops vectorized over channels), and the
 // convolutions' per-channel scale/shift/activation epilogue.
 //
-// Like gemm.cc this file holds no TF headers and is compiled with -O3
-// -march=native; threading stays with the caller's parallel_for (TF's
+// Like gemm.cc this file holds no TF headers and is compiled into each
+// per-tier kernel library (kernel_table.h); threading stays with the caller's parallel_for (TF's
 // intra-op pool), the work being cut into independent output-row blocks.
 #ifndef TF_DISC_RUNTIME_WINDOW_H_
 #define TF_DISC_RUNTIME_WINDOW_H_

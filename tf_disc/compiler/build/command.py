@@ -9,14 +9,14 @@ without masking (values unchanged; FP exceptions are masked in TF anyway).
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import subprocess
 
 RUNTIME_INCLUDE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "runtime")
 
-BASE_FLAGS = ("-std=c++17", "-O3", "-march=native", "-fPIC", "-shared",
+# No -march here: the target tier's flags (build/isa.py) come with `extra`.
+BASE_FLAGS = ("-std=c++17", "-O3", "-fPIC", "-shared",
               "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-fno-trapping-math",
               "-fvisibility=hidden",
               "-fno-exceptions", "-fno-rtti")
@@ -48,9 +48,9 @@ def link_command(cxx: str, objects: list[str], out: str, extra: tuple = ()) -> l
 
 
 def compiler_identity(cxx: str, timeout_s: float = 30.0) -> str:
-    """`cxx --version` first line plus a hash of this CPU's flags (because of
-    -march=native); part of the cache key.  The probe honours the compile
-    timeout too (at most 30 s)."""
+    """`cxx --version` first line; part of the cache key (the target tier is
+    in the command line).  The probe honours the compile timeout too (at
+    most 30 s)."""
     return _identity(cxx, min(30.0, max(0.1, float(timeout_s))))
 
 
@@ -61,10 +61,4 @@ def _identity(cxx: str, timeout_s: float) -> str:
                              stdin=subprocess.DEVNULL, timeout=timeout_s).stdout.splitlines()[0]
     except (OSError, IndexError, subprocess.SubprocessError) as e:
         ver = f"unknown ({e})"
-    cpu = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln for ln in f if ln.startswith("flags")), "")
-    except OSError:
-        pass
-    return f"{ver} cpu:{hashlib.sha256(cpu.encode()).hexdigest()[:16]}"
+    return ver

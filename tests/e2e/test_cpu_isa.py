@@ -1,0 +1,124 @@
+"""ISA tiers (runtime/cpu_isa.h, compiler/build/isa.py): under the
+DISC_MAX_CPU_ISA cap the op library loads that tier's kernel library and
+compiles generated code for that tier only, and the results still equal
+TF's; the target_isa option lowers generated code alone.  Each cap runs in
+a fresh process (the cap is read once per process)."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from blade_disc_tf import _library
+from blade_disc_tf.compiler.build import isa
+
+SCRIPT = r'''
+import glob, json, sys
+import numpy as np
+import tensorflow as tf
+import blade_disc_tf as disc
+
+cache, options = sys.argv[1], json.loads(sys.argv[2])
+disc.enable(cache_dir=cache, min_cluster_size=1, **options)
+
+@tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)] * 2)
+def dense(a, b):
+    return tf.nn.relu(tf.matmul(a, b) + 1.0)
+
+@tf.function(input_signature=[tf.TensorSpec([None, None, None, None], tf.float32),
+                              tf.TensorSpec([3, 3, None, None], tf.float32)])
+def conv(x, w):
+    return tf.nn.relu(tf.nn.conv2d(x, w, 1, "SAME")) * 0.5
+
+rng = np.random.default_rng(0)
+worst = 0.0
+for m, k, n in [(5, 7, 9), (64, 128, 96), (300, 256, 200)]:
+    a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
+    want = np.maximum(a.astype(np.float64) @ b + 1.0, 0.0)
+    worst = max(worst, float(np.max(np.abs(dense(a, b).numpy() - want)) / np.max(np.abs(want))))
+for hw, cin, cout in [(8, 3, 4), (17, 16, 32)]:
+    x = rng.standard_normal((2, hw, hw, cin), np.float32)
+    w = rng.standard_normal((3, 3, cin, cout), np.float32)
+    want = (tf.nn.relu(tf.nn.conv2d(x, w, 1, "SAME")) * 0.5).numpy()  # eager: stock TF
+    worst = max(worst, float(np.max(np.abs(conv(x, w).numpy() - want)) / np.max(np.abs(want))))
+stats = disc.stats()
+print(json.dumps({"worst": worst, "cpu": stats["cpu"],
+                  "clusters": {k: [v["compiles"], v["fallbacks"]]
+                               for k, v in stats["clusters"].items()},
+                  "libraries": glob.glob(cache + "/**/*.so", recursive=True)}))
+'''
+
+
+def _run(tmp_path, cap: str = "", **options) -> dict:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("DISC_MAX_CPU_ISA", None)
+    if cap:
+        env["DISC_MAX_CPU_ISA"] = cap
+    cache = tmp_path / ("cache_" + (cap or "host"))
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(cache), json.dumps(options)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _has_zmm(path: str) -> bool:
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True,
+                         text=True, check=True).stdout
+    return "%zmm" in out
+
+
+def _kernel_library(tier: str) -> str:
+    return os.path.join(os.path.dirname(_library.library_path()),
+                        f"libblade_disc_tf_kernels_{tier}.so")
+
+
+def _library_tier(tier: str) -> str:
+    return "avx512" if tier == "avx512_bf16" else tier
+
+
+def test_host_tier_runs_its_kernels(tmp_path):
+    r = _run(tmp_path)
+    assert r["cpu"]["detected"] == r["cpu"]["selected"] == isa.host_tier()
+    assert r["cpu"]["max"] == isa.TIERS[-1]
+    assert r["cpu"]["kernels"] == _library_tier(isa.host_tier())
+    assert r["worst"] < 1e-4
+    assert r["clusters"] and all(c == [1, 0] for c in r["clusters"].values())
+
+
+@pytest.mark.parametrize("cap", ["x86-64-v2", "avx2"])
+def test_cap_selects_lower_kernels_and_code(tmp_path, cap):
+    if isa.TIERS.index(isa.host_tier()) < isa.TIERS.index(cap):
+        pytest.skip(f"this CPU is below {cap}")
+    r = _run(tmp_path, cap)
+    assert r["cpu"] == {"detected": isa.host_tier(), "max": cap, "selected": cap,
+                        "kernels": cap}
+    assert r["worst"] < 1e-4
+    # One compile per cluster for all the shapes, none fell back.
+    assert r["clusters"] and all(c == [1, 0] for c in r["clusters"].values())
+    if shutil.which("objdump"):
+        assert r["libraries"] and not any(_has_zmm(p) for p in r["libraries"])
+        assert not _has_zmm(_kernel_library(cap))
+
+
+def test_target_isa_option_lowers_generated_code_only(tmp_path):
+    if isa.host_tier() not in ("avx512", "avx512_bf16"):
+        pytest.skip("needs an AVX-512 CPU")
+    r = _run(tmp_path, target_isa="avx2")
+    assert r["cpu"]["kernels"] == "avx512"  # the kernels keep the CPU's tier
+    assert r["worst"] < 1e-4
+    if shutil.which("objdump"):
+        assert r["libraries"] and not any(_has_zmm(p) for p in r["libraries"])
+        assert _has_zmm(_kernel_library("avx512"))
+
+
+def test_kernel_libraries_export_only_their_table():
+    for path in glob.glob(_kernel_library("*")):
+        out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True,
+                             text=True, check=True).stdout
+        exported = sorted(line.split()[-1] for line in out.splitlines() if line.strip())
+        assert exported == ["disc_kernel_table_v1"], (path, exported[:10])

@@ -1,0 +1,21 @@
+// Inside a per-tier kernel library: what the op library told it at load
+// time (kernel_host.cc; a standalone driver of the kernels defines
+// HostCpuTier itself and links switches.cc).
+#ifndef TF_DISC_RUNTIME_KERNEL_ENTRY_H_
+#define TF_DISC_RUNTIME_KERNEL_ENTRY_H_
+
+#include "tf_disc/runtime/cpu_isa.h"
+
+namespace tf_disc {
+
+struct KernelHost;  // kernel_table.h
+
+// Keeps the host for the calls below (kernel_entry.cc, once).
+void SetKernelHost(const KernelHost* host);
+
+// The op library's selected tier (cpu_isa.h SelectedCpuTier).
+CpuTier HostCpuTier();
+
+}  // namespace tf_disc
+
+#endif  // TF_DISC_RUNTIME_KERNEL_ENTRY_H_
