@@ -21,3 +21,9 @@ def disc(tmp_path):
     disc.reset_stats()
     yield disc
     disc.enable(cache_dir=str(tmp_path / "cache"))
+
+
+def pytest_configure(config):
+    # `slow`: minutes, not seconds (tests/test_wheel.py builds the op library
+    # from scratch); still part of the default run, `-m "not slow"` skips them.
+    config.addinivalue_line("markers", "slow: takes minutes (runs by default)")

@@ -28,12 +28,25 @@ def library_path() -> str:
     explicit = os.environ.get("DISC_OP_LIBRARY")
     if explicit:
         return os.path.abspath(explicit)
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.join(package_dir, LIBRARY_NAME)
     if os.path.exists(here):
         return here
-    raise OpLibraryNotFound(
-        f"{LIBRARY_NAME} is not built: run `python tf_disc/build_ops.py` "
-        "(or `bash scripts/setup.sh`) in the blade_disc_tf checkout")
+    raise OpLibraryNotFound(_not_built_message(package_dir))
+
+
+def _not_built_message(package_dir: str) -> str:
+    """What to do about a missing library: build it in a source checkout
+    (tf_disc/python/ beside tf_disc/build_ops.py); an installed package is
+    broken, since its wheel's build puts the library in it."""
+    build_script = os.path.join(os.path.dirname(package_dir), "build_ops.py")
+    if os.path.isfile(build_script):
+        return (f"{LIBRARY_NAME} is not built: run `python {build_script}` "
+                "(or `bash scripts/setup.sh`) in the blade_disc_tf checkout")
+    return (f"{LIBRARY_NAME} is missing from the installed package {package_dir}: "
+            "this installation is broken; reinstall blade_disc_tf from a wheel "
+            "(`pip install --force-reinstall <blade_disc_tf wheel>`, or "
+            "`pip install .` in its source checkout, which builds the library)")
 
 
 class OpLibrary:
