@@ -19,6 +19,7 @@
 #include <random>
 #include <vector>
 
+#include "driver_host.h"
 #include "tf_disc/runtime/gemm_bf16.h"
 
 namespace {

@@ -7,8 +7,8 @@ move by several percent between runs; a kernel's CPU time in one thread
 instruction's peak and whether a kernel change helps.  The tasks of the
 plan RunGemmBf16 makes for --threads threads run one after another here
 (per-task efficiency; load balance is not measured).  Builds
-benchmarks/gemm_bf16_cpu.cc with g++ (-O3, as tf_disc/sources.json builds
-the kernel) into a temporary directory.
+benchmarks/gemm_bf16_cpu.cc with g++ (the flags of this machine's kernel
+library, kernel_build.py) into a temporary directory.
 
     python benchmarks/gemm_bf16_cpu.py [--tokens 128 512 2048] [--seqs 128 256] [--repeats 7]
 """
@@ -21,6 +21,7 @@ import sys
 import tempfile
 from typing import List, Tuple
 
+import kernel_build
 from timing import print_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,7 +31,7 @@ HIDDEN, FFN, HEADS = 768, 3072, 12
 def build(out_dir: str) -> str:
     """The driver binary, built against this checkout's kernel."""
     exe = os.path.join(out_dir, "gemm_bf16_cpu")
-    subprocess.run(["g++", "-O3", "-std=c++17", f"-I{ROOT}",
+    subprocess.run(["g++", *kernel_build.kernel_flags(), "-std=c++17", f"-I{ROOT}",
                     os.path.join(ROOT, "tf_disc/runtime/gemm_bf16.cc"),
                     os.path.join(ROOT, "benchmarks/gemm_bf16_cpu.cc"), "-o", exe], check=True)
     return exe

@@ -29,19 +29,9 @@
 
 #include <immintrin.h>
 
+#include "driver_host.h"
 #include "driver_util.h"
 #include "tf_disc/runtime/gemm.h"
-#include "tf_disc/runtime/kernel_entry.h"
-
-// The kernels' tier (kernel_entry.h): in the op library the host says it;
-// a driver, linked with the kernel sources and switches.cc, asks the CPU.
-tf_disc::CpuTier tf_disc::HostCpuTier() {
-  if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni")) {
-    return CpuTier::kAvx512Bf16;
-  }
-  if (__builtin_cpu_supports("avx512f")) return CpuTier::kAvx512;
-  return __builtin_cpu_supports("avx2") ? CpuTier::kAvx2 : CpuTier::kX86_64_V2;
-}
 
 namespace {
 

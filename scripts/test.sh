@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): sets up what is missing, runs the Bazel
-# build and Bazel tests (README "Bazel") when bazel is installed, then pytest.
+# build and Bazel tests (README "Bazel") when bazel is installed, the
+# AVX2-capped subset on AVX-512 machines, then pytest.
 # Extra arguments go to pytest (and skip the Bazel part unless DISC_BAZEL=1);
 # DISC_BAZEL=0 skips it.
 set -euo pipefail
@@ -30,6 +31,19 @@ if [[ "${DISC_BAZEL:-$bazel_default}" == 1 ]]; then
     bazel build //tf_disc/...
     bazel test //tests/...
     echo "test.sh: Bazel build + tests took $((SECONDS - start)) s"
+  fi
+fi
+
+# On a CPU above AVX2, the end-to-end and serving tests run once more under
+# DISC_MAX_CPU_ISA=avx2 (README "CPUs"): the AVX2 kernel library, AVX2
+# generated code and AVX2 embedded executables, as on an AVX2-only server.
+if [[ $# -eq 0 ]]; then
+  host_tier=$("$PY" -c "from blade_disc_tf.compiler.build import isa; print(isa.host_tier())")
+  if [[ "$host_tier" == avx512* ]]; then
+    start=$SECONDS
+    DISC_MAX_CPU_ISA=avx2 "$PY" -m pytest tests/e2e tests/serving/test_conversion.py \
+      -q -p no:cacheprovider
+    echo "test.sh: the AVX2-capped run took $((SECONDS - start)) s"
   fi
 fi
 

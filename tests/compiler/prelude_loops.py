@@ -10,6 +10,7 @@ from typing import Callable
 
 import numpy as np
 
+from blade_disc_tf.compiler.build import isa
 from blade_disc_tf.compiler.build.command import compile_command
 from blade_disc_tf.compiler.codegen.prelude import PRELUDE
 
@@ -19,7 +20,9 @@ def compile_loops(folder: str, name: str, loops: str) -> ctypes.CDLL:
     src, lib = os.path.join(folder, f"{name}.cc"), os.path.join(folder, f"{name}.so")
     with open(src, "w") as f:
         f.write(PRELUDE + loops)
-    subprocess.run(compile_command(os.environ.get("CXX", "c++"), src, lib), check=True)
+    cxx = os.environ.get("CXX", "c++")  # for this CPU's tier, as kernels are
+    subprocess.run(compile_command(cxx, src, lib, isa.tier_flags(cxx, isa.host_tier())),
+                   check=True)
     return ctypes.CDLL(lib)
 
 

@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from blade_disc_tf.compiler.build import isa
 from blade_disc_tf.compiler.build.command import compile_command
 from blade_disc_tf.compiler.codegen.prelude import PRELUDE
 
@@ -34,7 +35,9 @@ def asm(tmp_path_factory) -> str:
     src, out = os.path.join(d, "vec.cc"), os.path.join(d, "vec.s")
     with open(src, "w") as fh:
         fh.write(PRELUDE + loops)
-    cmd = [a for a in compile_command(os.environ.get("CXX", "c++"), src, out) if a != "-shared"]
+    cxx = os.environ.get("CXX", "c++")
+    cmd = [a for a in compile_command(cxx, src, out, isa.tier_flags(cxx, isa.host_tier()))
+           if a != "-shared"]
     subprocess.run(cmd + ["-S"], check=True)
     with open(out) as fh:
         return fh.read()

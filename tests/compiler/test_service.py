@@ -120,15 +120,16 @@ def test_node_names_are_escaped(tmp_path):
 
 def _recording_cxx(tmp_path):
     """A compiler wrapper that logs its own nice value and autogroup line,
-    after a pause (the parent lowers the priority just after starting it)."""
+    after a pause (the parent lowers the priority just after starting it),
+    for the runs that build something (-o; not the version and flag probes)."""
     log = tmp_path / "priority.log"
     script = tmp_path / "cxx.sh"
     script.write_text(
         "#!/bin/sh\n"
-        'if [ "$1" != "--version" ]; then\n'
+        'case " $* " in *" -o "*)\n'
         "  sleep 0.3\n"
         f"  {{ cut -d' ' -f19 /proc/self/stat; cat /proc/self/autogroup 2>/dev/null; }} >> {log}\n"
-        "fi\n"
+        ";; esac\n"
         'exec c++ "$@"\n')
     script.chmod(0o755)
     return str(script), log

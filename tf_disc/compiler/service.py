@@ -114,7 +114,7 @@ def target_flags(request: dict, options: CompileOptions) -> tuple:
     """The compiler flags for the request's ISA tier (build/isa.py), then the
     caller's extra flags."""
     tier = isa.parse_tier(request.get("target_isa") or options.target_isa or isa.host_tier())
-    return isa.tier_flags(options.cxx, tier) + tuple(options.extra_cflags)
+    return isa.tier_flags(options.cxx, tier, options.timeout_s) + tuple(options.extra_cflags)
 
 
 def _indexed(request: dict, fdef: bytes, fast_math: str, extra: tuple,

@@ -144,7 +144,7 @@ def _compile_tiers(node, rep: ClusterReport, inputs: list, fallback_fdef, compil
         seen.add(flags)
         reply = service.compile_request(request, fdef, compile_options)
         if not reply.get("ok"):
-            rep.reason = f"compile for {tier} failed: {reply.get('error')}"
+            rep.reason = f"compile failed: {reply.get('error')} (target {tier})"
             continue
         with open(reply["path"], "rb") as f:
             library = f.read()

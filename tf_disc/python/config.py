@@ -45,11 +45,14 @@ def _fast_math(value: Optional[str]) -> str:
 
 
 def _target_isa(value: Optional[str]) -> str:
-    """"" (the CPU's tier) or a tier name of compiler/build/isa.py."""
+    """"" (the CPU's tier) or a tier name of compiler/build/isa.py (imported
+    only then: a serving process without the compiler leaves it unset)."""
+    text = "" if value is None else str(value).strip()
+    if not text:
+        return ""
     from blade_disc_tf.compiler.build import isa
 
-    text = "" if value is None else str(value).strip()
-    return isa.parse_tier(text) if text else ""
+    return isa.parse_tier(text)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -63,11 +63,10 @@ CpuTier Detect() {
 #if defined(__x86_64__)
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return CpuTier::kX86_64_V2;
-  const bool sse42 = c & bit_SSE4_2, popcnt = c & bit_POPCNT, fma = c & bit_FMA,
-             f16c = c & bit_F16C, movbe = c & bit_MOVBE, osxsave = c & bit_OSXSAVE,
-             avx = c & bit_AVX;
-  (void)sse42;
-  (void)popcnt;
+  // The lowest tier needs SSE4.2 and POPCNT, which every CPU TF's wheel
+  // runs on has (it needs AVX).
+  const bool fma = c & bit_FMA, f16c = c & bit_F16C, movbe = c & bit_MOVBE,
+             osxsave = c & bit_OSXSAVE, avx = c & bit_AVX;
   if (!osxsave || !avx) return CpuTier::kX86_64_V2;
   unsigned lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));

@@ -82,21 +82,22 @@ def host_tier() -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _knows_flag(cxx: str, flag: str) -> bool:
+def _knows_flag(cxx: str, flag: str, timeout_s: float) -> bool:
     try:
         proc = subprocess.run([cxx, flag, "-E", "-x", "c++", "/dev/null"],
-                              capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
+                              capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout_s)
     except (OSError, subprocess.SubprocessError):
         return False
     return proc.returncode == 0
 
 
-def tier_flags(cxx: str, tier: str) -> tuple:
+def tier_flags(cxx: str, tier: str, timeout_s: float = 30.0) -> tuple:
     """The compiler flags of `tier`: its -march level, a fixed generic tune
     (the build machine's tuning never leaks in), and -mno-avx512fp16 where
     the compiler knows it (TF 2.21's Eigen header for it does not compile,
-    and native fp16 would change results)."""
+    and native fp16 would change results).  The probe for the latter runs
+    within timeout_s (at most 30 s; the compile timeout)."""
     flags = _MARCH[parse_tier(tier)] + ("-mtune=generic",)
-    if _knows_flag(cxx, "-mno-avx512fp16"):
+    if _knows_flag(cxx, "-mno-avx512fp16", min(30.0, max(0.1, float(timeout_s)))):
         flags += ("-mno-avx512fp16",)
     return flags
