@@ -166,8 +166,11 @@ def main() -> None:
     config = (Config(hidden=64, heads=4, ffn=256, layers=1, vocab=1000) if args.quick
               else Config(layers=args.layers))
     repeats = 1 if args.quick else args.repeats
+    from blade_disc_tf import _library
+
     print(f"{os.cpu_count()} CPUs; avx512_bf16: "
-          f"{any(' avx512_bf16' in line for line in open('/proc/cpuinfo') if line.startswith('flags'))}")
+          f"{any(' avx512_bf16' in line for line in open('/proc/cpuinfo') if line.startswith('flags'))}"
+          f"; the bf16 kernel runs by default: {_library.load().stats()['cpu']['bf16_gemm']}")
     if not args.skip_model:
         ab = dict(item.split("=", 1) for item in args.ab)
         run_model(config, workload("B", config.vocab, args.quick), repeats, ab)

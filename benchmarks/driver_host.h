@@ -7,12 +7,13 @@
 
 #include "tf_disc/runtime/kernel_entry.h"
 
-// The kernels' tier (kernel_entry.h): in the op library the host says it;
-// a driver, linked with the kernel sources and switches.cc, asks the CPU.
+// What the kernels ask the op library (kernel_entry.h); a driver, which
+// times the kernels themselves, answers from the CPU: the bf16 kernel runs
+// wherever it has the instructions.
+bool tf_disc::HostBf16Gemm() { return __builtin_cpu_supports("avx512bf16"); }
+
 tf_disc::CpuTier tf_disc::HostCpuTier() {
-  if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni")) {
-    return CpuTier::kAvx512Bf16;
-  }
+  if (HostBf16Gemm() && __builtin_cpu_supports("avx512vnni")) return CpuTier::kAvx512Bf16;
   if (__builtin_cpu_supports("avx512f")) return CpuTier::kAvx512;
   return __builtin_cpu_supports("avx2") ? CpuTier::kAvx2 : CpuTier::kX86_64_V2;
 }

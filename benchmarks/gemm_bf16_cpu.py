@@ -33,6 +33,7 @@ def build(out_dir: str) -> str:
     exe = os.path.join(out_dir, "gemm_bf16_cpu")
     subprocess.run(["g++", *kernel_build.kernel_flags(), "-std=c++17", f"-I{ROOT}",
                     os.path.join(ROOT, "tf_disc/runtime/gemm_bf16.cc"),
+                    os.path.join(ROOT, "tf_disc/runtime/switches.cc"),
                     os.path.join(ROOT, "benchmarks/gemm_bf16_cpu.cc"), "-o", exe], check=True)
     return exe
 

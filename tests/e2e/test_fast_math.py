@@ -14,8 +14,9 @@ from blade_disc_tf.compiler.passes.fast_math import apply_fast_math
 from graph_inspection import total
 
 
-# The op library's selected tier (this CPU, under DISC_MAX_CPU_ISA) runs the
-# bf16 kernel.
+# The bf16 kernel can run here (this CPU and DISC_MAX_CPU_ISA allow it); the
+# tests run it through DISC_GEMM_BF16=1 also where the op library would not
+# by default (runtime/cpu_isa.h Bf16GemmPays: Intel Xeons).
 HAS_BF16 = _library.load().stats()["cpu"]["selected"] == "avx512_bf16"
 MIN_BF16_ROWS = 16  # gemm_bf16.cc kMinRows: skinnier products keep fp32
 
@@ -25,7 +26,8 @@ def fm(disc):
     """The disc fixture clustering single GEMMs, fast math switched back off
     afterwards."""
     disc.set_options(min_cluster_size=1)
-    yield disc
+    with disc.runtime_switches(DISC_GEMM_BF16="1"):
+        yield disc
     disc.set_options(fast_math="", min_cluster_size=2)
 
 

@@ -245,6 +245,8 @@ std::string StatsToJson() {
   AppendField("selected", Quoted(CpuTierName(SelectedCpuTier())), &out);
   out += ", ";
   AppendField("kernels", Quoted(LoadedKernelTier()), &out);
+  out += ", ";
+  AppendField("bf16_gemm", Bf16GemmPays() ? "true" : "false", &out);
   out += "}}";
   return out;
 }

@@ -108,8 +108,10 @@ def stats() -> dict:
     """Per-cluster counters: runs, compiles, disk_cache_hits, cache_hits,
     fallbacks and their reasons, compile_seconds; plus optimizer counters
     (with ops_left_in_tf: op type -> count of compute ops the optimizer left
-    outside clusters) and loaded_executables (libraries held by live graphs'
-    kernels)."""
+    outside clusters), loaded_executables (libraries held by live graphs'
+    kernels), embedded_tiers (embedded executables loaded, per ISA tier) and
+    cpu (the detected, capped and selected ISA tiers, the kernel library
+    loaded, whether fast math runs the bf16 kernel: README "CPUs")."""
     if _session.library is None:
         return {"clusters": {}, "optimizer": {}, "loaded_executables": 0}
     return _session.library.stats()
@@ -130,7 +132,8 @@ def clear_executable_cache() -> None:
 def runtime_switches(**values: str) -> Iterator[None]:
     """Sets the runtime kernels' A/B switches for the block, e.g.
     runtime_switches(DISC_GEMM_SKINNY="0"): the runtime reads DISC_GEMM_SKINNY,
-    DISC_GEMM_EPILOGUE, DISC_GEMM_PACKED, DISC_GEMM_PREPACK, DISC_GEMM_MULTI, DISC_CONV_DIRECT and DISC_CONV_TRANSPOSE_COL2IM once
+    DISC_GEMM_EPILOGUE, DISC_GEMM_PACKED, DISC_GEMM_PREPACK, DISC_GEMM_MULTI,
+    DISC_GEMM_BF16, DISC_CONV_DIRECT and DISC_CONV_TRANSPOSE_COL2IM once
     (not per call), so changing
     os.environ alone does not reach it; this sets them, re-reads, and restores
     both on exit."""

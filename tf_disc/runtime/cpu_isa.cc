@@ -149,6 +149,20 @@ CpuTier MaxCpuTier() {
 
 CpuTier SelectedCpuTier() { return std::min(DetectedCpuTier(), MaxCpuTier()); }
 
+bool Bf16GemmPays() {
+  static const bool intel = [] {
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    // "GenuineIntel" in EBX, EDX, ECX.
+    return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547 && d == 0x49656e69 &&
+           c == 0x6c65746e;
+#else
+    return false;
+#endif
+  }();
+  return SelectedCpuTier() >= CpuTier::kAvx512Bf16 && !intel;
+}
+
 bool TierOfFeature(const std::string& name, CpuTier* tier) {
   for (const FeatureTier& f : kFeatures) {
     if (name == f.feature) {

@@ -52,6 +52,14 @@ CpuTier SelectedCpuTier();
 // so that an executable built for a higher tier is refused under the cap).
 bool CpuFeatureUsable(const std::string& name);
 
+// Whether float GEMMs under fast_math="bf16" run the AVX512_BF16 kernel
+// (gemm_bf16.h): the selected tier is avx512_bf16 and the CPU's VDPBF16PS
+// is faster than its FP32 FMA.  AMD Zen 4/5 run it at twice the FMA's
+// multiply-adds; Intel Xeons (Cooper Lake, Sapphire Rapids) at half their
+// FP32 rate, where rounding to bf16 would cost precision for a slowdown, so
+// there fast math keeps FP32 GEMMs.  The one place this choice is made.
+bool Bf16GemmPays();
+
 // The lowest tier that includes feature `name`; false for features no tier
 // includes (AMX, AVX512-FP16, ...), which are usable only when uncapped.
 bool TierOfFeature(const std::string& name, CpuTier* tier);

@@ -20,8 +20,8 @@
 // is then not packed again.
 //
 // The kernel functions carry a target attribute adding AVX512_BF16 to the
-// avx512 library's -march, and the instructions run only when the op
-// library's selected tier (cpuid, XCR0, DISC_MAX_CPU_ISA) is avx512_bf16.
+// avx512 library's -march, and the instructions run only where the op
+// library chose them (cpu_isa.h Bf16GemmPays).
 #include "tf_disc/runtime/gemm_bf16.h"
 
 #include <algorithm>
@@ -31,6 +31,7 @@
 
 #include "tf_disc/runtime/disc_abi.h"
 #include "tf_disc/runtime/kernel_entry.h"
+#include "tf_disc/runtime/switches.h"
 
 // Only the avx512 kernel library (kernel_table.h) has the kernel: lower
 // tiers' libraries hold no AVX-512 code at all.
@@ -433,9 +434,17 @@ bool Run(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for
 }  // namespace
 
 bool Bf16GemmAvailable() {
-  // The host's tier includes AVX512_BF16 (cpuid, XCR0 and DISC_MAX_CPU_ISA).
-  static const bool available = HostCpuTier() >= CpuTier::kAvx512Bf16;
-  return available;
+  // The op library's choice (Bf16GemmPays: the tier includes AVX512_BF16
+  // and the CPU runs it faster than FP32); DISC_GEMM_BF16 (an A/B switch)
+  // 1 runs the kernel wherever the tier allows, 0 nowhere.
+  switch (RuntimeSwitchValue(RuntimeSwitch::kGemmBf16)) {
+    case '1':
+      return HostCpuTier() >= CpuTier::kAvx512Bf16;
+    case '0':
+      return false;
+    default:
+      return HostBf16Gemm();
+  }
 }
 
 bool Bf16GemmApplies(const GemmArgs& g) {

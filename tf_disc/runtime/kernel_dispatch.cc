@@ -89,7 +89,7 @@ const KernelTable* TryLoad(const std::string& dir, CpuTier tier, const KernelHos
 const KernelTable* Load() {
   const CpuTier selected = SelectedCpuTier();
   static const KernelHost host = {kKernelAbiVersion, static_cast<int32_t>(selected),
-                                  &SwitchValue};
+                                  Bf16GemmPays() ? 1 : 0, &SwitchValue};
   const std::string dir = OwnDirectory();
   for (int t = static_cast<int>(selected); t >= 0; --t) {
     const CpuTier tier = static_cast<CpuTier>(t);

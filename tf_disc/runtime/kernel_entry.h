@@ -1,6 +1,6 @@
 // Inside a per-tier kernel library: what the op library told it at load
 // time (kernel_host.cc; a standalone driver of the kernels defines
-// HostCpuTier itself and links switches.cc).
+// HostBf16Gemm itself and links switches.cc).
 #ifndef TF_DISC_RUNTIME_KERNEL_ENTRY_H_
 #define TF_DISC_RUNTIME_KERNEL_ENTRY_H_
 
@@ -15,6 +15,9 @@ void SetKernelHost(const KernelHost* host);
 
 // The op library's selected tier (cpu_isa.h SelectedCpuTier).
 CpuTier HostCpuTier();
+
+// Whether fast math runs the bf16 kernel by default (cpu_isa.h Bf16GemmPays).
+bool HostBf16Gemm();
 
 }  // namespace tf_disc
 

@@ -20,5 +20,7 @@ char RuntimeSwitchValue(RuntimeSwitch s) {
 
 CpuTier HostCpuTier() { return static_cast<CpuTier>(kernel_host->tier); }
 
+bool HostBf16Gemm() { return kernel_host->bf16_gemm != 0; }
+
 }  // namespace tf_disc
 

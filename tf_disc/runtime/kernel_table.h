@@ -27,13 +27,14 @@ namespace tf_disc {
 
 // Bumped whenever KernelHost, KernelTable or the argument structs change:
 // a library of another version is refused (and the next tier down tried).
-constexpr int32_t kKernelAbiVersion = 1;
+constexpr int32_t kKernelAbiVersion = 2;
 
 struct KernelHost {
   int32_t abi_version;
-  // cpu_isa.h SelectedCpuTier(): what the kernels may use (the bf16 kernel
-  // runs only at avx512_bf16).
+  // cpu_isa.h SelectedCpuTier(): what the kernels may use.
   int32_t tier;
+  // cpu_isa.h Bf16GemmPays(): fast math runs the bf16 kernel.
+  int32_t bf16_gemm;
   // switches.h RuntimeSwitchValue, by the enum's value.
   char (*switch_value)(int32_t runtime_switch);
 };

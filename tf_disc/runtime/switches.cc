@@ -9,7 +9,8 @@ namespace {
 
 constexpr const char* kNames[] = {"DISC_GEMM_SKINNY", "DISC_GEMM_EPILOGUE", "DISC_CONV_DIRECT",
                                   "DISC_CONV_TRANSPOSE_COL2IM", "DISC_GEMM_PACKED",
-                                  "DISC_GEMM_PREPACK", "DISC_GEMM_MULTI"};
+                                  "DISC_GEMM_PREPACK", "DISC_GEMM_MULTI",
+                                  "DISC_GEMM_BF16"};
 constexpr int kCount = sizeof(kNames) / sizeof(kNames[0]);
 
 std::atomic<char> values[kCount];

@@ -1,6 +1,7 @@
 // The environment, read in one place for the C++ layer.  The runtime
 // kernels' benchmark A/B switches (README "Benchmark switches"):
-// DISC_GEMM_SKINNY, DISC_GEMM_EPILOGUE, DISC_GEMM_PACKED, DISC_GEMM_PREPACK, DISC_GEMM_MULTI, DISC_CONV_DIRECT, DISC_CONV_TRANSPOSE_COL2IM.  Read from the
+// DISC_GEMM_SKINNY, DISC_GEMM_EPILOGUE, DISC_GEMM_PACKED, DISC_GEMM_PREPACK, DISC_GEMM_MULTI,
+// DISC_GEMM_BF16, DISC_CONV_DIRECT, DISC_CONV_TRANSPOSE_COL2IM.  Read from the
 // environment once, not on every GEMM or convolution (getenv walks the whole
 // environment); DiscReloadRuntimeSwitches (disc_bridge.h) reads them again, so
 // that a benchmark times both settings in one process.
@@ -19,6 +20,7 @@ enum class RuntimeSwitch {
   kGemmPacked,
   kGemmPrepack,
   kGemmMulti,
+  kGemmBf16,
 };
 
 // The first character of the switch's value as last read, '\0' when unset.
