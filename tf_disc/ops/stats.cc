@@ -35,6 +35,17 @@ void AppendField(const char* name, const std::string& value, std::string* out) {
   *out += value;
 }
 
+// "name": count, ... of one of r's maps guarded by r.mu.
+void AppendCounts(Registry& r, const std::map<std::string, int64_t>& counts, std::string* out) {
+  std::lock_guard<std::mutex> lock(r.mu);
+  bool first = true;
+  for (const auto& kv : counts) {
+    if (!first) *out += ", ";
+    first = false;
+    AppendField(kv.first.c_str(), std::to_string(kv.second), out);
+  }
+}
+
 std::string Quoted(const std::string& s) {
   std::string out;
   json::AppendQuoted(s, &out);
@@ -208,15 +219,7 @@ std::string StatsToJson() {
   AppendField("nodes_clustered", std::to_string(r.nodes_clustered.load()),
               &out);
   out += ", \"ops_left_in_tf\": {";
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    bool first = true;
-    for (const auto& kv : r.ops_left) {
-      if (!first) out += ", ";
-      first = false;
-      AppendField(kv.first.c_str(), std::to_string(kv.second), &out);
-    }
-  }
+  AppendCounts(r, r.ops_left, &out);
   out += "}}, ";
   AppendField("loaded_executables",
               std::to_string(r.loaded_executables.load()), &out);
@@ -227,15 +230,7 @@ std::string StatsToJson() {
     AppendField("bytes", std::to_string(r.weight_bytes[i].load()), &out);
   }
   out += "}, \"embedded_tiers\": {";
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    bool first = true;
-    for (const auto& kv : r.embedded_tiers) {
-      if (!first) out += ", ";
-      first = false;
-      AppendField(kv.first.c_str(), std::to_string(kv.second), &out);
-    }
-  }
+  AppendCounts(r, r.embedded_tiers, &out);
   // The ISA tiers (runtime/cpu_isa.h) and the kernel library loaded.
   out += "}, \"cpu\": {";
   AppendField("detected", Quoted(CpuTierName(DetectedCpuTier())), &out);

@@ -10,7 +10,8 @@
 //   avx512_bf16  avx512 + AVX512_BF16 + AVX512_VNNI (Cooper Lake, SPR, Zen 4/5)
 // The portable op library runs anywhere; its hot kernels live in one library
 // per tier (kernel_table.h) and generated code is compiled for the selected
-// tier with explicit flags (compiler/build/isa.py), never -march=native.
+// tier with explicit flags (compiler/build/isa.py), never the build
+// machine's native ones.
 #ifndef TF_DISC_RUNTIME_CPU_ISA_H_
 #define TF_DISC_RUNTIME_CPU_ISA_H_
 

@@ -1,6 +1,6 @@
 """x86-64 ISA tiers of generated code (runtime/cpu_isa.h holds the same
 tiers for the op library): each tier is an explicit -march level with a
-fixed -mtune, never -march=native, so that what one machine builds runs on
+fixed -mtune, never the build machine's native ones, so that what one machine builds runs on
 every CPU of its tier, and the tier is part of the disk cache key through
 the command line.
 
