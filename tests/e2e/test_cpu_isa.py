@@ -123,3 +123,45 @@ def test_kernel_libraries_export_only_their_table():
                              text=True, check=True).stdout
         exported = sorted(line.split()[-1] for line in out.splitlines() if line.strip())
         assert exported == ["disc_kernel_table_v1"], (path, exported[:10])
+
+
+INSTALL_SCRIPT = r'''
+import json, sys
+import numpy as np
+import tensorflow as tf
+import blade_disc_tf as disc
+
+disc.enable(cache_dir=sys.argv[1], min_cluster_size=1)
+f = tf.function(lambda a, b: tf.nn.relu(tf.matmul(a, b) + 1.0),
+                input_signature=[tf.TensorSpec([None, None])] * 2)
+a = np.random.default_rng(0).standard_normal((64, 32), np.float32)
+err = float(np.max(np.abs(f(a, a.T).numpy() - np.maximum(a.astype(np.float64) @ a.T + 1, 0))))
+stats = disc.stats()
+print(json.dumps({"err": err, "kernels": stats["cpu"]["kernels"],
+                  "reasons": [r for c in stats["clusters"].values() for r in c["fallback_reasons"]],
+                  "compiles": sum(c["compiles"] for c in stats["clusters"].values())}))
+'''
+
+
+@pytest.mark.parametrize("kept", [["avx2"], []])
+def test_missing_kernel_libraries(tmp_path, kept):
+    """An install missing the CPU's kernel library uses the next tier down;
+    one with none runs its clusters in TF (a counted fallback), never fails."""
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    shutil.copy(_library.library_path(), folder)
+    for tier in kept:
+        shutil.copy(_kernel_library(tier), folder)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+               DISC_OP_LIBRARY=str(folder / os.path.basename(_library.library_path())))
+    env.pop("DISC_MAX_CPU_ISA", None)
+    proc = subprocess.run([sys.executable, "-c", INSTALL_SCRIPT, str(tmp_path / "cache")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert r["err"] < 1e-4
+    if kept:
+        assert r["kernels"] == "avx2" and r["reasons"] == [] and r["compiles"] == 1
+    else:
+        assert r["kernels"] == ""
+        assert r["reasons"] == ["no kernel library for this CPU beside the op library"]

@@ -21,6 +21,7 @@
 #include "tf_disc/ops/json.h"
 #include "tf_disc/ops/options.h"
 #include "tf_disc/ops/stats.h"
+#include "tf_disc/runtime/kernel_dispatch.h"
 #include "tf_disc/runtime/runtime.h"
 
 namespace tf_disc {
@@ -256,6 +257,9 @@ class DiscLaunchOp : public AsyncOpKernel {
       key->push_back(']');
     }
     if (fast_math) *key += kFastMathSuffix;
+    // A broken install (no kernel library beside the op library) runs every
+    // cluster in TF rather than failing in its first GEMM or convolution.
+    if (!KernelsLoaded()) return "no kernel library for this CPU beside the op library";
     return "";
   }
 

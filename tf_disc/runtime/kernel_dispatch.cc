@@ -115,4 +115,6 @@ const KernelTable& Kernels() {
 
 std::string LoadedKernelTier() { return Kernels().tier; }
 
+bool KernelsLoaded() { return Kernels().tier[0] != '\0'; }
+
 }  // namespace tf_disc

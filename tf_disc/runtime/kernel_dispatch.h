@@ -19,6 +19,9 @@ const KernelTable& Kernels();
 // The tier of the loaded kernel library ("" when none loaded).
 std::string LoadedKernelTier();
 
+// Whether a kernel library loaded (cheap: DiscLaunch asks on every call).
+bool KernelsLoaded();
+
 }  // namespace tf_disc
 
 #endif  // TF_DISC_RUNTIME_KERNEL_DISPATCH_H_
