@@ -12,8 +12,7 @@ def host_kernel_tier() -> str:
     """The kernel library tier this machine runs (avx512_bf16 runs avx512's)."""
     from blade_disc_tf.compiler.build import isa
 
-    tier = isa.host_tier()
-    return "avx512" if tier == "avx512_bf16" else tier
+    return isa.kernel_library_tier(isa.host_tier())
 
 
 def kernel_flags() -> list:

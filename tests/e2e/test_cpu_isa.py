@@ -77,15 +77,11 @@ def _kernel_library(tier: str) -> str:
                         f"libblade_disc_tf_kernels_{tier}.so")
 
 
-def _library_tier(tier: str) -> str:
-    return "avx512" if tier == "avx512_bf16" else tier
-
-
 def test_host_tier_runs_its_kernels(tmp_path):
     r = _run(tmp_path)
     assert r["cpu"]["detected"] == r["cpu"]["selected"] == isa.host_tier()
     assert r["cpu"]["max"] == isa.TIERS[-1]
-    assert r["cpu"]["kernels"] == _library_tier(isa.host_tier())
+    assert r["cpu"]["kernels"] == isa.kernel_library_tier(isa.host_tier())
     assert r["worst"] < 1e-4
     assert r["clusters"] and all(c == [1, 0] for c in r["clusters"].values())
 

@@ -58,6 +58,13 @@ def tiers_up_to(tier: str) -> tuple:
     return TIERS[:TIERS.index(parse_tier(tier)) + 1]
 
 
+def kernel_library_tier(tier: str) -> str:
+    """The tier of the kernel library a tier runs (runtime/kernel_dispatch.cc
+    LibraryTier): avx512_bf16 runs the avx512 library."""
+    tier = parse_tier(tier)
+    return "avx512" if tier == "avx512_bf16" else tier
+
+
 def tier_of_features(features) -> str:
     """The highest tier whose needs are all among `features` (cpuinfo names)."""
     have = set(features)
