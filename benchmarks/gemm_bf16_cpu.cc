@@ -5,9 +5,11 @@
 // efficiency is a ratio of two measurements.  One line per shape:
 //   batch m n k trans_b packed_b seconds max_err
 // (max_err: sampled |C - exact| / sum |a||b|, float64 reference).
-// Usage: gemm_bf16_cpu REPEATS THREAD_SPLIT [batch m n k trans_b packed_b]...
+// Usage: gemm_bf16_cpu REPEATS THREAD_SPLIT MAX_TIER [batch m n k trans_b packed_b]...
 // THREAD_SPLIT: the num_threads the task plan is made for (tasks run here,
-// one after another).
+// one after another); MAX_TIER: the highest cpu_isa.h CpuTier (a number)
+// the kernel may use, e.g. 3 (avx512_bf16) to time VDPBF16PS on an AMX CPU.
+// The first line: the measured VDPBF16PS peak and the path that ran.
 #include <immintrin.h>
 #include <time.h>
 
@@ -64,24 +66,27 @@ __attribute__((target("avx512f,avx512bf16"), noinline)) double PeakFlops() {
 
 int main(int argc, char** argv) {
   using tf_disc::GemmArgs;
-  if (argc < 3 || (argc - 3) % 6 != 0) {
-    std::fprintf(stderr, "usage: %s REPEATS THREAD_SPLIT [batch m n k trans_b packed_b]...\n",
+  if (argc < 4 || (argc - 4) % 6 != 0) {
+    std::fprintf(stderr,
+                 "usage: %s REPEATS THREAD_SPLIT MAX_TIER [batch m n k trans_b packed_b]...\n",
                  argv[0]);
     return 2;
   }
+  driver_host::MaxTier() = static_cast<tf_disc::CpuTier>(std::atoi(argv[3]));
   if (!tf_disc::Bf16GemmAvailable()) {
     std::printf("unavailable\n");
     return 0;
   }
   const int repeats = std::atoi(argv[1]), threads = std::atoi(argv[2]);
-  std::printf("peak %.6g\n", PeakFlops());
+  std::printf("peak %.6g %s\n", PeakFlops(),
+              tf_disc::HostCpuTier() >= tf_disc::CpuTier::kAvx512Amx ? "amx" : "avx512_bf16");
   const tf_disc::GemmParallelFor serial = [](int64_t n, int64_t,
                                              const std::function<void(int64_t, int64_t)>& fn) {
     fn(0, n);
   };
   std::mt19937 rng(0);
   std::normal_distribution<float> normal;
-  for (int i = 3; i < argc; i += 6) {
+  for (int i = 4; i < argc; i += 6) {
     const int64_t batch = std::atol(argv[i]), m = std::atol(argv[i + 1]),
                   n = std::atol(argv[i + 2]), k = std::atol(argv[i + 3]);
     const bool trans_b = std::atoi(argv[i + 4]) != 0, packed = std::atoi(argv[i + 5]) != 0;

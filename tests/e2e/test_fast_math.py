@@ -17,7 +17,7 @@ from graph_inspection import total
 # The bf16 kernel can run here (this CPU and DISC_MAX_CPU_ISA allow it); the
 # tests run it through DISC_GEMM_BF16=1 also where the op library would not
 # by default (runtime/cpu_isa.h Bf16GemmPays: Intel Xeons).
-HAS_BF16 = _library.load().stats()["cpu"]["selected"] == "avx512_bf16"
+HAS_BF16 = _library.load().stats()["cpu"]["selected"] in ("avx512_bf16", "avx512_amx")
 MIN_BF16_ROWS = 16  # gemm_bf16.cc kMinRows: skinnier products keep fp32
 
 

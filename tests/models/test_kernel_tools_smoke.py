@@ -1,6 +1,7 @@
 """The kernel-only benchmark tools build and run (smoke tests: no speed is
-asserted): benchmarks/gemm_bf16_cpu.py (the bf16 GEMM kernel against the
-vdpbf16ps peak) and benchmarks/conv_kernel_ab.py (conv_direct.cc of a git
+asserted): benchmarks/gemm_bf16_cpu.py (the bf16 GEMM kernel's paths,
+VDPBF16PS and AMX), benchmarks/bf16_vs_tf_bf16.py (ours beside TF's bf16
+modes) and benchmarks/conv_kernel_ab.py (conv_direct.cc of a git
 revision against the working tree's, checksums compared)."""
 import os
 import re
@@ -31,7 +32,30 @@ def _cpu_flags() -> set:
 def test_gemm_bf16_cpu_runs():
     out = _run("gemm_bf16_cpu.py", "--tokens", "128", "--seqs", "128", "--repeats", "1")
     assert re.search(r"^proj\s+1\s+128\s+768\s+768\b", out, re.M), out
-    assert re.search(r"^sum of times: [0-9.]+ ms$", out, re.M), out
+    kernels = ["avx512_bf16"]
+    if {"amx_tile", "amx_bf16"} <= _cpu_flags():
+        kernels.insert(0, "amx")
+        assert "amx speedup" in out, out
+    for kernel in kernels:
+        assert re.search(rf"^sum of times, {kernel}: [0-9.]+ ms$", out, re.M), out
+    # Every row's err/bound column(s): the kernel stayed within its error bound.
+    rows = [line.split() for line in out.splitlines()
+            if re.match(r"^(proj|ffn_up|ffn_down|scores|context)\s", line)]
+    assert len(rows) == 5, out
+    for row in rows:
+        per_kernel = row[-3 * len(kernels) - (1 if len(kernels) > 1 else 0):]
+        err_over_bound = [float(per_kernel[3 * i + 2]) for i in range(len(kernels))]
+        assert all(0 <= e < 1 for e in err_over_bound), row
+
+
+def test_bf16_vs_tf_bf16_quick_runs_every_mode():
+    """benchmarks/bf16_vs_tf_bf16.py --quick: each mode in its own process,
+    ours never fell back, every mode's row printed (no speed asserted)."""
+    out = _run("bf16_vs_tf_bf16.py", "--quick", "--repeats", "1")
+    assert "FALLBACKS" not in out, out
+    for mode in ("tf_fp32", "tf_amp_bf16", "tf_fpmath", "ours_fp32", "ours_bf16"):
+        assert re.search(rf"^{mode}\s+[0-9.]+\s+[0-9.]+", out, re.M), out
+    assert re.search(r"^ours_bf16 vs tf_amp_bf16: [0-9.]+x faster$", out, re.M), out
 
 
 @pytest.mark.skipif(subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"],

@@ -25,7 +25,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     conv.add_argument("--cxx", help="C++ compiler")
     conv.add_argument("--target-isa", action="append", dest="target_isas", metavar="TIER",
                       help="embed an executable for this x86-64 tier (x86-64-v2, avx2, avx512, "
-                           "avx512_bf16; repeatable; default avx2, avx512 and this machine's)")
+                           "avx512_bf16, avx512_amx; repeatable; default avx2, avx512 and this machine's)")
     args = parser.parse_args(argv)
 
     import blade_disc_tf as disc

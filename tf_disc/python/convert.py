@@ -75,7 +75,7 @@ def convert_saved_model(src_dir: str, dst_dir: str,
     or be empty).  signature_keys: TF2 signatures to convert (default all).
     progress: called with one line per signature and per cluster.
     target_isas: the x86-64 tiers ("x86-64-v2", "avx2", "avx512",
-    "avx512_bf16") to embed an executable for, each cluster once per tier;
+    "avx512_bf16", "avx512_amx") to embed an executable for, each cluster once per tier;
     the serving machine runs the best one its CPU supports (default: avx2,
     avx512 and this machine's tier).
     options: blade_disc_tf options for this conversion (cache_dir, cxx,

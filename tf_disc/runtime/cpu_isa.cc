@@ -11,6 +11,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 namespace tf_disc {
@@ -29,7 +31,8 @@ constexpr TierName kNames[] = {
     {"sse41", CpuTier::kX86_64_V2},         {"v3", CpuTier::kAvx2},
     {"x86-64-v3", CpuTier::kAvx2},          {"v4", CpuTier::kAvx512},
     {"x86-64-v4", CpuTier::kAvx512},        {"avx512_core", CpuTier::kAvx512},
-    {"avx512_core_bf16", CpuTier::kAvx512Bf16},
+    {"avx512_amx", CpuTier::kAvx512Amx},    {"avx512_core_bf16", CpuTier::kAvx512Bf16},
+    {"avx512_core_amx", CpuTier::kAvx512Amx}, {"avx10_1_512_amx", CpuTier::kAvx512Amx},
 };
 
 // The lowest tier including each /proc/cpuinfo feature a tier's -march
@@ -51,6 +54,7 @@ constexpr FeatureTier kFeatures[] = {
     {"avx512bw", CpuTier::kAvx512},       {"avx512cd", CpuTier::kAvx512},
     {"avx512dq", CpuTier::kAvx512},       {"avx512vl", CpuTier::kAvx512},
     {"avx512_bf16", CpuTier::kAvx512Bf16}, {"avx512_vnni", CpuTier::kAvx512Bf16},
+    {"amx_tile", CpuTier::kAvx512Amx},     {"amx_bf16", CpuTier::kAvx512Amx},
 };
 
 std::string Lower(std::string s) {
@@ -58,6 +62,19 @@ std::string Lower(std::string s) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
+
+#if defined(__x86_64__)
+// Linux's per-process permission to use AMX tile data (kernel >= 5.16;
+// docs.kernel.org/arch/x86/xstate.html): request it, then read it back.
+bool RequestAmxPermission() {
+  constexpr long kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023;
+  constexpr unsigned long kXfeatureXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+  unsigned long permitted = 0;
+  if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &permitted) != 0) return false;
+  return (permitted >> kXfeatureXtiledata) & 1;
+}
+#endif
 
 CpuTier Detect() {
 #if defined(__x86_64__)
@@ -74,6 +91,7 @@ CpuTier Detect() {
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return CpuTier::kX86_64_V2;
   const bool avx2 = b & bit_AVX2, bmi1 = b & bit_BMI, bmi2 = b & bit_BMI2;
   const bool vnni = c & bit_AVX512VNNI;
+  const bool amx = (d & (1u << 24)) && (d & (1u << 22));  // AMX-TILE, AMX-BF16
   const bool avx512 = (b & bit_AVX512F) && (b & bit_AVX512BW) && (b & bit_AVX512CD) &&
                       (b & bit_AVX512DQ) && (b & bit_AVX512VL);
   unsigned a1 = 0, b1, c1, d1;
@@ -81,7 +99,10 @@ CpuTier Detect() {
   if (!(avx2 && fma && f16c && bmi1 && bmi2 && movbe)) return CpuTier::kX86_64_V2;
   // ZMM state: opmask, upper ZMM0-15, ZMM16-31 (XCR0 bits 5-7) besides SSE/AVX.
   if (!avx512 || (lo & 0xE6) != 0xE6) return CpuTier::kAvx2;
-  return bf16 && vnni ? CpuTier::kAvx512Bf16 : CpuTier::kAvx512;
+  if (!(bf16 && vnni)) return CpuTier::kAvx512;
+  // Tile config and tile data state (XCR0 bits 17, 18), then the permission.
+  if (!amx || (lo & 0x60000) != 0x60000 || !RequestAmxPermission()) return CpuTier::kAvx512Bf16;
+  return CpuTier::kAvx512Amx;
 #else
   return CpuTier::kX86_64_V2;
 #endif
@@ -139,7 +160,7 @@ CpuTier MaxCpuTier() {
     CpuTier tier = kHighestCpuTier;
     if (!value.empty() && !ParseCpuTier(value, &tier)) {
       LOG(WARNING) << "blade_disc_tf: ignoring DISC_MAX_CPU_ISA=" << value
-                   << " (one of x86-64-v2, avx2, avx512, avx512_bf16)";
+                   << " (one of x86-64-v2, avx2, avx512, avx512_bf16, avx512_amx)";
       tier = kHighestCpuTier;
     }
     return tier;
@@ -160,7 +181,8 @@ bool Bf16GemmPays() {
     return false;
 #endif
   }();
-  return SelectedCpuTier() >= CpuTier::kAvx512Bf16 && !intel;
+  const CpuTier tier = SelectedCpuTier();
+  return tier >= CpuTier::kAvx512Amx || (tier >= CpuTier::kAvx512Bf16 && !intel);
 }
 
 bool TierOfFeature(const std::string& name, CpuTier* tier) {

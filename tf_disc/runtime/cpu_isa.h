@@ -8,6 +8,8 @@
 //   avx512       x86-64-v4: AVX512F/BW/CD/DQ/VL with OS-enabled ZMM state
 //                (Skylake-SP, Ice Lake, Sapphire Rapids, Zen 4/5)
 //   avx512_bf16  avx512 + AVX512_BF16 + AVX512_VNNI (Cooper Lake, SPR, Zen 4/5)
+//   avx512_amx   avx512_bf16 + AMX-TILE + AMX-BF16 with OS-enabled tile state
+//                and this process granted it (Sapphire Rapids and later)
 // The portable op library runs anywhere; its hot kernels live in one library
 // per tier (kernel_table.h) and generated code is compiled for the selected
 // tier with explicit flags (compiler/build/isa.py), never the build
@@ -24,19 +26,24 @@ enum class CpuTier : int {
   kAvx2 = 1,
   kAvx512 = 2,
   kAvx512Bf16 = 3,
+  kAvx512Amx = 4,
 };
 
-constexpr CpuTier kHighestCpuTier = CpuTier::kAvx512Bf16;
+constexpr CpuTier kHighestCpuTier = CpuTier::kAvx512Amx;
 
-// "x86-64-v2", "avx2", "avx512", "avx512_bf16".
+// "x86-64-v2", "avx2", "avx512", "avx512_bf16", "avx512_amx".
 const char* CpuTierName(CpuTier tier);
 
 // A tier name (as above, case-insensitive; also "v2"/"v3"/"v4",
-// "x86-64-v3"/"x86-64-v4", and "avx512_core"/"avx512_core_bf16" as oneDNN
-// spells them); false for anything else.
+// "x86-64-v3"/"x86-64-v4", and "avx512_core"/"avx512_core_bf16"/
+// "avx512_core_amx"/"avx10_1_512_amx" as oneDNN spells them); false for
+// anything else.
 bool ParseCpuTier(const std::string& name, CpuTier* tier);
 
-// The highest tier this CPU and OS support (computed once).
+// The highest tier this CPU and OS support (computed once).  Asks Linux for
+// the AMX tile-data permission (ARCH_REQ_XCOMP_PERM, per process) where the
+// CPU has AMX: without it the first tile instruction raises SIGILL, so a
+// refused request (kernel < 5.16, seccomp) leaves the tier at avx512_bf16.
 CpuTier DetectedCpuTier();
 
 // The cap from DISC_MAX_CPU_ISA (switches.h reads the environment), the
@@ -53,12 +60,14 @@ CpuTier SelectedCpuTier();
 // so that an executable built for a higher tier is refused under the cap).
 bool CpuFeatureUsable(const std::string& name);
 
-// Whether float GEMMs under fast_math="bf16" run the AVX512_BF16 kernel
-// (gemm_bf16.h): the selected tier is avx512_bf16 and the CPU's VDPBF16PS
-// is faster than its FP32 FMA.  AMD Zen 4/5 run it at twice the FMA's
+// Whether float GEMMs under fast_math="bf16" run the bf16 kernel
+// (gemm_bf16.h): the selected tier is avx512_amx (AMX tiles multiply bf16
+// at 16x the FP32 FMA's rate), or avx512_bf16 on a CPU whose VDPBF16PS is
+// faster than its FP32 FMA.  AMD Zen 4/5 run VDPBF16PS at twice the FMA's
 // multiply-adds; Intel Xeons (Cooper Lake, Sapphire Rapids) at half their
 // FP32 rate, where rounding to bf16 would cost precision for a slowdown, so
-// there fast math keeps FP32 GEMMs.  The one place this choice is made.
+// there fast math without AMX keeps FP32 GEMMs.  The one place this choice
+// is made.
 bool Bf16GemmPays();
 
 // The lowest tier that includes feature `name`; false for features no tier

@@ -19,9 +19,13 @@
 // change, packed once by PackBf16B in the same whole-k group layout), and
 // is then not packed again.
 //
-// The kernel functions carry a target attribute adding AVX512_BF16 to the
-// avx512 library's -march, and the instructions run only where the op
-// library chose them (cpu_isa.h Bf16GemmPays).
+// Where the tier is avx512_amx, AMX tiles (gemm_amx.h) multiply the same
+// packed operands in 16-row blocks, and VDPBF16PS only the rows left over.
+//
+// The kernel functions carry a target attribute adding AVX512_BF16 (and
+// AMX, in gemm_amx.cc) to the avx512 library's -march, and the
+// instructions run only where the op library chose them (cpu_isa.h
+// Bf16GemmPays, SelectedCpuTier).
 #include "tf_disc/runtime/gemm_bf16.h"
 
 #include <algorithm>
@@ -30,6 +34,7 @@
 #include <memory>
 
 #include "tf_disc/runtime/disc_abi.h"
+#include "tf_disc/runtime/gemm_amx.h"
 #include "tf_disc/runtime/kernel_entry.h"
 #include "tf_disc/runtime/switches.h"
 
@@ -56,6 +61,19 @@ constexpr int64_t kBlockRows = 192;        // rows of A packed at once
 constexpr int64_t kTaskCols = 256;         // columns of C per task (4 groups)
 constexpr int64_t kMinRows = 16;           // fewer rows: packing B costs more than it saves
 constexpr int64_t kMinRowsPerTask = 48;
+#ifdef DISC_AMX_KERNEL
+static_assert(kGroup == kAmxGroupCols && kPairs <= kMaxPairs, "AMX reads the same packing");
+#endif
+
+// The products run on AMX tiles (the op library selected the avx512_amx
+// tier, so this process holds the tile-data permission).
+bool UseAmx() { return HostCpuTier() >= CpuTier::kAvx512Amx; }
+
+// Rows per task are a multiple of this: whole register tiles, or whole
+// pairs of AMX tiles.
+int64_t RowUnit() { return UseAmx() ? 32 : kRows; }
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Round to nearest even, as vcvtne2ps2bf16 (NaN stays NaN, quieted).
 uint16_t ToBf16(float f) {
@@ -101,7 +119,7 @@ DISC_BF16_TARGET void PackA(const GemmArgs& g, const float* a, int64_t r0, int64
       continue;
     }
     for (int64_t kk = 0; kk < kn; ++kk) dst[kk] = ToBf16(a[(k0 + kk) * g.lda + r0 + i]);
-    if (kn & 1) dst[kn] = 0;
+    for (int64_t kk = kn; kk < CeilDiv(kn, 32) * 32; ++kk) dst[kk] = 0;
   }
 }
 
@@ -135,7 +153,9 @@ struct Transpose16 {
 };
 
 // Columns [c0, c0 + cols) (cols <= kGroup) x k [k0, k0 + kn) of op(B) into
-// the group at dst: for each k pair p, 64 x (B[2p][j], B[2p + 1][j]).
+// the group at dst: for each k pair p, 64 x (B[2p][j], B[2p + 1][j]); k
+// pairs past kn up to a multiple of 16 pairs are zero (the AMX tiles take
+// 32 k at a time).
 DISC_BF16_TARGET void PackB(const GemmArgs& g, const float* b, int64_t c0, int64_t cols,
                             int64_t k0, int64_t kn, uint16_t* dst) {
   const int64_t pairs = (kn + 1) / 2;
@@ -157,6 +177,8 @@ DISC_BF16_TARGET void PackB(const GemmArgs& g, const float* b, int64_t c0, int64
                            _mm512_permutexvar_epi16(idx, both));
       }
     }
+    const int64_t padded = CeilDiv(pairs, 16) * 16;
+    std::memset(dst + pairs * 2 * kGroup, 0, (padded - pairs) * 2 * kGroup * sizeof(uint16_t));
     return;
   }
   // B stored n x k: column j of op(B) is a contiguous run, already in pairs;
@@ -245,13 +267,18 @@ constexpr TileFn kRowTiles[4] = {Tile<R, 1>, Tile<R, 2>, Tile<R, 3>, Tile<R, 4>}
 const TileFn* const kTiles[kRows] = {kRowTiles<1>, kRowTiles<2>, kRowTiles<3>,
                                      kRowTiles<4>, kRowTiles<5>, kRowTiles<6>};
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // One k chunk into C rows [0, rows) x columns [c0, c1): packed A rows are
 // a_pairs k pairs apart, B groups (the first at column c0) b_group apart.
+// Where the tier has AMX, its tiles (gemm_amx.h) do it all.
 DISC_BF16_TARGET void Tiles(const uint16_t* pa, int64_t a_pairs, int64_t rows,
                             const uint16_t* pb, int64_t b_group, int64_t pairs, float* c,
                             int64_t ldc, int64_t c0, int64_t c1, bool first) {
+#ifdef DISC_AMX_KERNEL
+  if (UseAmx()) {
+    AmxBf16Tiles(pa, 2 * a_pairs, rows, pb, b_group, pairs, c + c0, ldc, c1 - c0, first);
+    return;
+  }
+#endif
   for (int64_t gi = 0; gi * kGroup < c1 - c0; ++gi) {
     const int64_t gc = c0 + gi * kGroup, cols = std::min<int64_t>(kGroup, c1 - gc);
     const int nv = static_cast<int>((cols + 15) / 16);
@@ -402,7 +429,8 @@ bool Run(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for
     row_blocks = std::max<int64_t>(
         1, std::min(CeilDiv(want, g.batch * col_blocks), g.m / kMinRowsPerTask));
   }
-  const int64_t row_step = std::min(g.m, CeilDiv(CeilDiv(g.m, row_blocks), kRows) * kRows);
+  const int64_t row_step =
+      std::min(g.m, CeilDiv(CeilDiv(g.m, row_blocks), RowUnit()) * RowUnit());
   row_blocks = CeilDiv(g.m, row_step);
   const int64_t per_batch = row_blocks * col_blocks, tasks = g.batch * per_batch;
   // Several tasks per batch entry would pack the same operand rows again.

@@ -12,9 +12,10 @@ namespace tf_disc {
 namespace {
 
 // The tier each kernel library is built for (sources.json "kernel_tiers"):
-// avx512_bf16 runs the avx512 library, whose bf16 kernel it enables.
+// avx512_bf16 and avx512_amx run the avx512 library, whose bf16 kernel
+// they enable.
 CpuTier LibraryTier(CpuTier tier) {
-  return tier == CpuTier::kAvx512Bf16 ? CpuTier::kAvx512 : tier;
+  return tier >= CpuTier::kAvx512Bf16 ? CpuTier::kAvx512 : tier;
 }
 
 char SwitchValue(int32_t s) { return RuntimeSwitchValue(static_cast<RuntimeSwitch>(s)); }

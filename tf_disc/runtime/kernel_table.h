@@ -27,7 +27,7 @@ namespace tf_disc {
 
 // Bumped whenever KernelHost, KernelTable or the argument structs change:
 // a library of another version is refused (and the next tier down tried).
-constexpr int32_t kKernelAbiVersion = 2;
+constexpr int32_t kKernelAbiVersion = 3;
 
 struct KernelHost {
   int32_t abi_version;

@@ -13,19 +13,21 @@ import functools
 import subprocess
 
 # Lowest first; each includes the ones before.
-TIERS = ("x86-64-v2", "avx2", "avx512", "avx512_bf16")
+TIERS = ("x86-64-v2", "avx2", "avx512", "avx512_bf16", "avx512_amx")
 
 _ALIASES = {"v2": "x86-64-v2", "sse4": "x86-64-v2", "sse41": "x86-64-v2",
             "v3": "avx2", "x86-64-v3": "avx2", "v4": "avx512", "x86-64-v4": "avx512",
-            "avx512_core": "avx512", "avx512_core_bf16": "avx512_bf16"}
+            "avx512_core": "avx512", "avx512_core_bf16": "avx512_bf16",
+            "avx512_core_amx": "avx512_amx", "avx10_1_512_amx": "avx512_amx"}
 
 _MARCH = {
     "x86-64-v2": ("-march=x86-64-v2",),
     "avx2": ("-march=x86-64-v3",),
     "avx512": ("-march=x86-64-v4",),
-    # Generated code has no use for BF16/VNNI instructions (the bf16 GEMM is
-    # in the kernel library): the same code, compiled and cached once.
+    # Generated code has no use for BF16/VNNI or AMX instructions (the bf16
+    # GEMM is in the kernel library): the same code, compiled and cached once.
     "avx512_bf16": ("-march=x86-64-v4",),
+    "avx512_amx": ("-march=x86-64-v4",),
 }
 
 # /proc/cpuinfo features each tier needs beyond the one before (the psABI
@@ -35,6 +37,7 @@ _NEEDS = {
     "avx2": ("avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "movbe"),
     "avx512": ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"),
     "avx512_bf16": ("avx512_bf16", "avx512_vnni"),
+    "avx512_amx": ("amx_tile", "amx_bf16"),
 }
 
 
@@ -60,9 +63,9 @@ def tiers_up_to(tier: str) -> tuple:
 
 def kernel_library_tier(tier: str) -> str:
     """The tier of the kernel library a tier runs (runtime/kernel_dispatch.cc
-    LibraryTier): avx512_bf16 runs the avx512 library."""
+    LibraryTier): avx512_bf16 and avx512_amx run the avx512 library."""
     tier = parse_tier(tier)
-    return "avx512" if tier == "avx512_bf16" else tier
+    return "avx512" if tier in ("avx512_bf16", "avx512_amx") else tier
 
 
 def tier_of_features(features) -> str:
