@@ -1,6 +1,6 @@
 """bf16 fast math (fast_math="bf16") against stock TF fp32 and our fp32 GEMMs:
 the BERT encoder of models/transformer.py on workload B of bert_dynamic.py
-(40 seeded requests, batch 1-8, seq 16-256), then a GEMM micro table at
+(40 seeded requests, batch 1-8, seq 16-256; --workload picks another), then a GEMM micro table at
 BERT-base shapes (those of gemm_vs_tf.py).
 
 All three modes run in this process, interleaved per request (model) or per
@@ -14,7 +14,8 @@ float64 per element scaled by sum |a||b| (the documented bound is
 fast math with that runtime switch set (README "Benchmark switches"), so a
 kernel change is A/B-timed in one process, e.g. --ab DISC_GEMM_EPILOGUE=0.
 
-    python benchmarks/bf16_fast_math.py [--layers 4] [--repeats 5] [--quick] [--skip-model]
+    python benchmarks/bf16_fast_math.py [--workload B] [--layers 4] [--repeats 5] [--quick]
+        [--skip-model]
         [--ab NAME=VALUE]
 """
 from __future__ import annotations
@@ -81,7 +82,7 @@ def build_modes(body: Callable, signature, requests: List, ab: Optional[Dict[str
     return fns, outputs, cold, sum(k.endswith("|fast_math=bf16") for k in keys)
 
 
-def run_model(config: Config, requests: List, repeats: int,
+def run_model(config: Config, workload_name: str, requests: List, repeats: int,
               ab: Optional[Dict[str, str]] = None) -> None:
     weights = make_weights(config)
 
@@ -107,7 +108,7 @@ def run_model(config: Config, requests: List, repeats: int,
                      "p50_ms": 1e3 * modes.percentile(t.latencies, 50),
                      "tf/mode (speedup)": f"{timelines['tf'].steady_s / t.steady_s:.2f}x",
                      "max_rel_err_vs_tf": f"{err:.2e}"})
-    print_table(f"BERT ({config.layers} layers, hidden {config.hidden}), workload B: "
+    print_table(f"BERT ({config.layers} layers, hidden {config.hidden}), workload {workload_name}: "
                 f"{len(requests)} requests, steady = sum of per-request medians of {repeats}", rows)
     t = {n: timelines[n].steady_s for n in names}
     import blade_disc_tf as disc
@@ -154,6 +155,8 @@ def run_gemms(tokens: int, batch: int, repeats: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workload", choices=("A", "B", "C"), default="B",
+                        help="bert_dynamic.py's workload")
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=1024, help="GEMM table: B*S")
@@ -173,7 +176,8 @@ def main() -> None:
           f"; the bf16 kernel runs by default: {_library.load().stats()['cpu']['bf16_gemm']}")
     if not args.skip_model:
         ab = dict(item.split("=", 1) for item in args.ab)
-        run_model(config, workload("B", config.vocab, args.quick), repeats, ab)
+        run_model(config, args.workload, workload(args.workload, config.vocab, args.quick),
+                  repeats, ab)
     if not args.skip_gemms:
         run_gemms(128 if args.quick else args.tokens, 2 if args.quick else 8, repeats)
 

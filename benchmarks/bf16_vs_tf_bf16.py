@@ -1,6 +1,10 @@
-"""Our bf16 fast math beside stock TF's own bf16 modes on the BERT encoder
-of models/transformer.py, workload B of bert_dynamic.py (40 seeded requests,
-batch 1-8, seq 16-256).  Modes:
+"""Our bf16 fast math beside stock TF's own bf16 modes on one workload:
+  B    the BERT encoder of models/transformer.py on workload B of
+       bert_dynamic.py (40 seeded requests, batch 1-8, seq 16-256)
+  C    the same encoder on workload C (16 requests, batch 1, seq 8-64)
+  cnn  the ResNet-50-like CNN of cnn_dynamic.py (12 requests, batch 1/2/4,
+       images 64-160 pixels a side)
+Modes:
 
   tf_fp32       stock TF, float32
   tf_amp_bf16   stock TF, Grappler auto mixed precision to bf16 on oneDNN
@@ -17,8 +21,8 @@ requests of each request's median.  Errors: max |out - tf_fp32| / max
 |tf_fp32| over every request's output.  The CPU (model name and the flags
 that matter) and which bf16 kernel path ours ran are printed first.
 
-    python benchmarks/bf16_vs_tf_bf16.py [--layers 4] [--repeats 3] [--quick]
-        [--modes tf_fp32 tf_amp_bf16 ...]
+    python benchmarks/bf16_vs_tf_bf16.py [--workload B|C|cnn] [--layers 4]
+        [--repeats 3] [--quick] [--modes tf_fp32 tf_amp_bf16 ...]
 """
 from __future__ import annotations
 
@@ -28,9 +32,10 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Dict, List
+from typing import Callable, Dict, List, Tuple
 
 MODES = ("tf_fp32", "tf_amp_bf16", "tf_fpmath", "ours_fp32", "ours_bf16")
+WORKLOADS = ("B", "C", "cnn")
 FLAGS = ("avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "avx512_fp16")
 
 
@@ -47,7 +52,38 @@ def cpu_line() -> str:
     return f"{name}; {os.cpu_count()} CPUs; flags: {have}"
 
 
-def run_mode(mode: str, layers: int, repeats: int, quick: bool, out: str) -> None:
+def model_and_requests(workload: str, layers: int, quick: bool) -> Tuple[Callable, list]:
+    """The workload's tf.function and its requests (tuples of arguments)."""
+    import numpy as np
+    import tensorflow as tf
+
+    if workload == "cnn":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                        "examples"))
+        from cnn_dynamic_common import build_model, shapes
+
+        import keras
+
+        keras.utils.set_random_seed(0)  # the same weights in every mode's process
+        blocks = (1, 1, 1, 1) if quick else (3, 4, 6, 3)
+        sizes = (32, 48) if quick else (64, 96, 128, 160)
+        rng = np.random.default_rng(0)
+        requests = [(rng.uniform(-1, 1, (n, h, w, 3)).astype(np.float32),)
+                    for n, h, w in shapes(4 if quick else 12, (1, 2, 4), sizes)]
+        return build_model("resnet50_like", blocks)(), requests
+    from bert_dynamic import workload as bert_requests
+    from models.transformer import Config, make_weights, signature_ids, transformer
+
+    config = (Config(hidden=64, heads=4, ffn=256, layers=1, vocab=1000) if quick
+              else Config(layers=layers))
+    weights = make_weights(config)
+    fn = tf.function(lambda ids, mask: transformer(ids, mask, weights, config),
+                     input_signature=signature_ids())
+    return fn, bert_requests(workload, config.vocab, quick)
+
+
+def run_mode(mode: str, workload: str, layers: int, repeats: int, quick: bool,
+             out: str) -> None:
     """In this (child) process: mode's cold pass and steady passes; outputs
     and timings to `out` (.npz)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -55,8 +91,6 @@ def run_mode(mode: str, layers: int, repeats: int, quick: bool, out: str) -> Non
     import tensorflow as tf
 
     import modes
-    from bert_dynamic import workload
-    from models.transformer import Config, make_weights, signature_ids, transformer
 
     if mode == "tf_amp_bf16":
         tf.config.optimizer.set_experimental_options(
@@ -68,12 +102,7 @@ def run_mode(mode: str, layers: int, repeats: int, quick: bool, out: str) -> Non
         modes.configure_disc(True)
         disc.set_options(fast_math="bf16" if mode == "ours_bf16" else "")
         info["cpu"] = disc.stats()["cpu"]
-    config = (Config(hidden=64, heads=4, ffn=256, layers=1, vocab=1000) if quick
-              else Config(layers=layers))
-    weights = make_weights(config)
-    fn = tf.function(lambda ids, mask: transformer(ids, mask, weights, config),
-                     input_signature=signature_ids())
-    requests = workload("B", config.vocab, quick)
+    fn, requests = model_and_requests(workload, layers, quick)
     timeline = modes.Timeline(mode)
     outputs = timeline.run_pass(fn, requests, cold=True)
     for _ in range(repeats):
@@ -90,7 +119,8 @@ def run_mode(mode: str, layers: int, repeats: int, quick: bool, out: str) -> Non
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--workload", choices=WORKLOADS, default="B")
+    parser.add_argument("--layers", type=int, default=4, help="BERT layers (B, C)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="tiny model (smoke run)")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
@@ -98,7 +128,7 @@ def main() -> int:
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        run_mode(args.child, args.layers, args.repeats, args.quick, args.out)
+        run_mode(args.child, args.workload, args.layers, args.repeats, args.quick, args.out)
         return 0
     import numpy as np
 
@@ -116,7 +146,8 @@ def main() -> int:
             if mode == "tf_fpmath":
                 env["TF_SET_ONEDNN_FPMATH_MODE"] = "BF16"
             cmd = [sys.executable, os.path.join(here, "bf16_vs_tf_bf16.py"), "--child", mode,
-                   "--out", out, "--layers", str(args.layers), "--repeats", str(args.repeats)]
+                   "--out", out, "--workload", args.workload, "--layers", str(args.layers),
+                   "--repeats", str(args.repeats)]
             proc = subprocess.run(cmd + (["--quick"] if args.quick else []), env=env,
                                   capture_output=True, text=True)
             if proc.returncode != 0:
@@ -138,8 +169,10 @@ def main() -> int:
                      "max_rel_err_vs_fp32": f"{err / scale:.2e}"})
         if r["info"].get("fallbacks"):
             print(f"FALLBACKS to TF in {mode}: {r['info']['fallbacks']}")
-    print_table(f"BERT ({args.layers if not args.quick else 1} layers), workload B, each mode in "
-                f"its own process; steady = sum of per-request medians of {args.repeats}", rows)
+    model = ("ResNet-50-like CNN" if args.workload == "cnn" else
+             f"BERT ({args.layers if not args.quick else 1} layers), workload {args.workload}")
+    print_table(f"{model}{' (quick)' if args.quick else ''}, each mode in its own process; "
+                f"steady = sum of per-request medians of {args.repeats}", rows)
     if "ours_bf16" in results:
         info = results["ours_bf16"]["info"]
         print(f"ours_bf16: tier {info['cpu']['selected']}, bf16 kernel: {info['cpu']['bf16_gemm']}, "

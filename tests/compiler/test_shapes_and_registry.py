@@ -43,7 +43,7 @@ def test_support_table_format():
     ops = table["ops"]
     assert len(ops) == len(registry.REGISTRY)
     for name, entry in ops.items():
-        assert set(entry) == {"type_attrs", "attr_values", "const_inputs", "value_inputs", "dot"}
+        assert set(entry) == {"type_attrs", "attr_values", "const_inputs", "value_inputs", "fast_math"}
         assert not set(entry["const_inputs"]) & set(entry["value_inputs"])
         for attr, enums in entry["type_attrs"].items():
             assert enums and all(isinstance(e, int) for e in enums)

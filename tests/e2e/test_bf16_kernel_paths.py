@@ -5,7 +5,8 @@ under DISC_MAX_CPU_ISA=avx512_bf16), each within the documented error bound
 against float64 over shapes that cover the tile edges: rows not a multiple
 of 16 (AMX takes whole 16-row blocks, VDPBF16PS the rest), columns not a
 multiple of 16, odd k and k across the kernel's 768-long chunks, transposed
-operands, batches split into tasks and weights packed once.  Where the CPU
+operands, batches split into tasks and weights packed once; and Conv2D
+(patch rows as A: strided, padded, the 3-channel stem, 1x1).  Where the CPU
 has neither path the test skips (test_fast_math.py covers the fp32 path
 everywhere)."""
 from __future__ import annotations
@@ -71,8 +72,29 @@ for m in (16, 35, 300):
     for _ in range(2):
         check(dense(x).numpy(), x, w.numpy(), 300)
 
+# Conv2D (runtime/conv_bf16.cc): patch rows as A, the filter packed once.
+conv_worst, conv_seen = 0.0, 0.0
+for kh, kw, ci, co, stride, padding in [(3, 3, 16, 70, 1, "SAME"), (7, 7, 3, 64, 2, "SAME"),
+                                        (1, 1, 64, 130, 1, "VALID"), (3, 3, 40, 17, 2, "VALID")]:
+    f = rng.standard_normal((kh, kw, ci, co)).astype(np.float32)
+    filt = tf.Variable(f)
+    @tf.function(input_signature=[tf.TensorSpec([None, None, None, ci], tf.float32)])
+    def conv(x):
+        return tf.nn.conv2d(x, filt, stride, padding)
+    for n, h, w in [(1, 9, 11), (2, 17, 16), (3, 21, 40)]:
+        x = rng.standard_normal((n, h, w, ci)).astype(np.float32)
+        got = conv(x).numpy().astype(np.float64)
+        x64, f64 = tf.constant(x.astype(np.float64)), tf.constant(f.astype(np.float64))
+        want = tf.nn.conv2d(x64, f64, stride, padding).numpy()
+        scale = tf.nn.conv2d(tf.abs(x64), tf.abs(f64), stride, padding).numpy() + 1e-30
+        err = np.abs(got - want)
+        conv_worst = max(conv_worst, float(np.max(
+            err / ((2.0 ** -7 + 2.0 ** -15 + kh * kw * ci * 2.0 ** -23) * scale))))
+        conv_seen = max(conv_seen, float(np.max(err / scale)))
+
 stats = disc.stats()
-print(json.dumps({"worst": worst, "seen": seen, "cpu": stats["cpu"],
+print(json.dumps({"worst": worst, "seen": seen, "conv_worst": conv_worst,
+                  "conv_seen": conv_seen, "cpu": stats["cpu"],
                   "weights": stats.get("bf16_weights", {}),
                   "fallbacks": sum(c["fallbacks"] for c in stats["clusters"].values())}))
 '''
@@ -96,3 +118,5 @@ def test_path_within_documented_bound(tmp_path, path):
     assert r["fallbacks"] == 0, r
     assert r["worst"] <= 1.0, r
     assert r["seen"] > 2.0 ** -12, r  # bf16 rounding visible: the bf16 kernel ran
+    assert r["conv_worst"] <= 1.0, r
+    assert r["conv_seen"] > 2.0 ** -12, r

@@ -48,10 +48,11 @@ def test_gemm_bf16_cpu_runs():
         assert all(0 <= e < 1 for e in err_over_bound), row
 
 
-def test_bf16_vs_tf_bf16_quick_runs_every_mode():
+@pytest.mark.parametrize("workload", ["B", "cnn"])
+def test_bf16_vs_tf_bf16_quick_runs_every_mode(workload):
     """benchmarks/bf16_vs_tf_bf16.py --quick: each mode in its own process,
     ours never fell back, every mode's row printed (no speed asserted)."""
-    out = _run("bf16_vs_tf_bf16.py", "--quick", "--repeats", "1")
+    out = _run("bf16_vs_tf_bf16.py", "--quick", "--repeats", "1", "--workload", workload)
     assert "FALLBACKS" not in out, out
     for mode in ("tf_fp32", "tf_amp_bf16", "tf_fpmath", "ours_fp32", "ours_bf16"):
         assert re.search(rf"^{mode}\s+[0-9.]+\s+[0-9.]+", out, re.M), out

@@ -26,12 +26,13 @@ def _build() -> dict[str, OpRule]:
 
 
 REGISTRY: dict[str, OpRule] = _build()
-# The TF ops that may lower to a `dot` (ops/matmul.py is the one family that
-# emits it), the only IR op fast_math="bf16" changes (passes/fast_math.py).
-# Exported as each op's "dot" in support_table(): the rewrite marks clusters
-# holding a float one (DiscLaunch's fast_math_changes attr), which DiscLaunch
-# and the converter (python/_aot.py) key with the option.
-DOT_OPS = frozenset(rule.name for rule in matmul.RULES)
+# The TF ops whose lowering fast_math="bf16" may change (passes/fast_math.py):
+# those that may lower to a `dot` (ops/matmul.py is the one family that
+# emits it) and the forward convolutions (a `window` of kind "conv").
+# Exported as each op's "fast_math" in support_table(): the rewrite marks
+# clusters holding a float one (DiscLaunch's fast_math_changes attr), which
+# DiscLaunch and the converter (python/_aot.py) key with the option.
+FAST_MATH_OPS = frozenset([rule.name for rule in matmul.RULES] + ["Conv2D", "_FusedConv2D"])
 
 
 def lookup(op: str) -> OpRule:
@@ -43,7 +44,7 @@ def lookup(op: str) -> OpRule:
 
 def support_table() -> dict:
     """{"ops": {name: {"type_attrs", "attr_values", "const_inputs", "value_inputs",
-    "dot"}}}."""
+    "fast_math"}}}."""
     ops = {}
     for name, rule in sorted(REGISTRY.items()):
         ops[name] = {
@@ -51,6 +52,6 @@ def support_table() -> dict:
             "attr_values": {a: list(vs) for a, vs in rule.attr_values.items()},
             "const_inputs": list(rule.const_inputs),
             "value_inputs": list(rule.value_inputs),
-            "dot": name in DOT_OPS,
+            "fast_math": name in FAST_MATH_OPS,
         }
     return {"ops": ops}

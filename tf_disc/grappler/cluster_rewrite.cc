@@ -48,7 +48,7 @@ struct ClusterPlan {
   std::vector<DataType> result_types;
   std::vector<int64_t> const_args;
   std::vector<int64_t> stable_args;    // float args straight from Const/ReadVariableOp
-  bool float_dot = false;              // a member may lower to a float32 dot
+  bool float_fast_math = false;        // fast math may change a float32 member
   std::set<int> copied_consts;         // outside Consts copied into the body
   std::string function_name;
   std::string launch_name;
@@ -58,8 +58,9 @@ std::string TensorName(const std::string& node, int port) {
   return port == 0 ? node : node + ":" + std::to_string(port);
 }
 
-// Whether a dot op computes in float32 (fast_math="bf16" changes only
-// those): its type attr is float, or it has none (assume float).
+// Whether a fast-math op (a dot or a convolution) computes in float32
+// (fast_math="bf16" changes only those): its type attr is float, or it has
+// none (assume float).
 bool HasFloatType(const NodeDef& node) {
   bool typed = false;
   for (const char* type_attr : {"T", "Ta", "Tb", "Tout"}) {
@@ -154,7 +155,8 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
     absl::Status s = NodeTypes(graph.node(v), &in_types, &out_types);
     if (!s.ok()) return s;
     const OpSupport* support = (*in.support)[v];
-    plan->float_dot = plan->float_dot || (support && support->dot && HasFloatType(graph.node(v)));
+    plan->float_fast_math = plan->float_fast_math ||
+                            (support && support->fast_math && HasFloatType(graph.node(v)));
     for (const GraphEdge& e : index.in_edges[v]) {
       if (cluster_of[e.src] == cluster_id) continue;
       if (e.src_port < 0) {
@@ -332,7 +334,7 @@ NodeDef MakeLaunchNode(const tensorflow::GraphDef& graph,
   attr["f"].mutable_func()->set_name(plan.function_name);
   auto* consts = attr["const_args"].mutable_list();
   for (int64_t c : plan.const_args) consts->add_i(c);
-  attr["fast_math_changes"].set_b(plan.float_dot);
+  attr["fast_math_changes"].set_b(plan.float_fast_math);
   if (!plan.stable_args.empty()) {
     auto* stable = attr["stable_args"].mutable_list();
     for (int64_t s : plan.stable_args) stable->add_i(s);

@@ -209,9 +209,9 @@ bool SetSupportTableFromJson(const std::string& text, std::string* error) {
         into.insert(static_cast<int>(i.as_int()));
       }
     }
-    if (const json::Value* dot = op.second.Find("dot")) {
-      if (!dot->is_bool()) { *error = op.first + ": bad dot"; return false; }
-      support.dot = dot->as_bool();
+    if (const json::Value* fast_math = op.second.Find("fast_math")) {
+      if (!fast_math->is_bool()) { *error = op.first + ": bad fast_math"; return false; }
+      support.fast_math = fast_math->as_bool();
     }
     table->ops_[op.first] = std::move(support);
   }

@@ -24,9 +24,9 @@ struct OpSupport {
   // Inputs the executable can read at run time when their shape is proven
   // (a scalar or a short vector); otherwise treated as const_inputs.
   std::set<int> value_inputs;
-  // The compiler may lower the op to a `dot`, the only IR op that
-  // fast_math="bf16" changes (compiler/registry.py DOT_OPS).
-  bool dot = false;
+  // fast_math="bf16" may change the op's lowering (a `dot` or a conv
+  // window; compiler/registry.py FAST_MATH_OPS).
+  bool fast_math = false;
 };
 
 class SupportTable {

@@ -49,14 +49,15 @@ void DiscSetCompileCallback(DiscCompileCallback cb);
  *        "type_attrs": {"<attr>": [<DataType enum int>, ...]},
  *        "attr_values": {"<attr>": [<allowed string/int/bool values>]},
  *        "const_inputs": [<input index>, ...],
- *        "dot": <bool>}}}
+ *        "fast_math": <bool>}}}
  * type_attrs: every listed type (or list(type)) attr must take allowed types.
  * attr_values: every listed attr must take one of the values (absent = ok).
  * const_inputs: inputs whose *values* the compiler needs; when such an input
  * comes from outside the cluster its arg index goes in DiscLaunch's
  * const_args attr and its value becomes part of the cache key.
- * dot: the op may lower to a dot (fast_math="bf16" changes it); a cluster
- * holding a float one gets DiscLaunch's fast_math_changes attr true.
+ * fast_math: fast_math="bf16" may change the op (it may lower to a dot or a
+ * convolution); a cluster holding a float one gets DiscLaunch's
+ * fast_math_changes attr true.
  * Returns 0, or -1 on malformed JSON (table unchanged). */
 int32_t DiscSetSupportTable(const char* json);
 
@@ -66,7 +67,7 @@ int32_t DiscSetSupportTable(const char* json);
  *    "dump_dir": str            (optimizer writes graphs before/after; ""=off),
  *    "async_compile": bool      (run TF fallback while compiling; default false),
  *    "compile_timeout_s": float (default 600),
- *    "fast_math": "" | "bf16"  (float GEMMs in bf16; default ""; cache keys
+ *    "fast_math": "" | "bf16"  (float GEMMs and convolutions in bf16; default ""; cache keys
  *                               then end in "|fast_math=bf16"),
  *    "target_isa": "" | a tier (runtime/cpu_isa.h; generated code for at
  *                               most that tier; default "": the CPU's)}

@@ -42,9 +42,10 @@ REGISTER_OP("DiscLaunch")
     // their buffers cannot change while referenced, so fast math packs
     // GEMM weights among them once (runtime/packed_weights.h).
     .Attr("stable_args: list(int) = []")
-    // Whether fast_math="bf16" can change the cluster's results (it holds an
-    // op that may lower to a float32 `dot`): set by the rewrite from the
-    // support table's "dot" ops (compiler/registry.py DOT_OPS); such
+    // Whether fast_math="bf16" can change the cluster's results (it holds a
+    // float32 op that may lower to a `dot` or a convolution): set by the
+    // rewrite from the support table's "fast_math" ops
+    // (compiler/registry.py FAST_MATH_OPS); such
     // clusters are keyed with the option.  True when absent (older graphs).
     .Attr("fast_math_changes: bool = true")
     // Compiled ahead of time by blade_disc_tf.convert_saved_model, one entry

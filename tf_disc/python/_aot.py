@@ -46,7 +46,7 @@ def _cluster_function_bytes(library_path: str, name: str, fallback) -> bytes:
 def fast_math_changes(launch) -> bool:
     """Whether fast_math=bf16 may change a launch's cluster, so that DiscLaunch
     keys it with the option: the rewrite's fast_math_changes attr (a float op
-    of compiler/registry.py DOT_OPS in the cluster); true when absent, as the
+    of compiler/registry.py FAST_MATH_OPS in the cluster); true when absent, as the
     op's default."""
     return launch.attr["fast_math_changes"].b if "fast_math_changes" in launch.attr else True
 

@@ -10,7 +10,7 @@ variables, and the options `enable()` takes.  Nothing else reads os.environ.
 | DISC_ASYNC_COMPILE       | async_compile      | 0                                |
 | DISC_COMPILE_TIMEOUT_S   | compile_timeout_s  | 600                              |
 | DISC_FORBID_COMPILE      | forbid_compile     | 0 (1: never run the system compiler, e.g. to prove a cache hit) |
-| DISC_FAST_MATH           | fast_math          | "" (off; "bf16": float GEMMs round A and B to bf16, README "Fast math") |
+| DISC_FAST_MATH           | fast_math          | "" (off; "bf16": float GEMMs and convolutions round their operands to bf16, README "Fast math") |
 | DISC_TARGET_ISA          | target_isa         | "" (the CPU's tier; "x86-64-v2", "avx2", "avx512", "avx512_bf16" or "avx512_amx": generated code for at most that tier) |
 
 DISC_MAX_CPU_ISA (same names) is read by the op library itself: it caps the

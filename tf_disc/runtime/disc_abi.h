@@ -33,8 +33,9 @@ extern "C" {
  * DISC_WINDOW_CONV_TRANSPOSE and DISC_WINDOW_CONV_BACKPROP_FILTER, version 7
  * the set_error code DISC_ERROR_FALLBACK, version 8 the window kinds
  * DISC_WINDOW_DEPTHWISE_BACKPROP_INPUT and _FILTER, version 9 `gemm_multi`
- * (and DiscGemmPart) to DiscRuntime. */
-#define DISC_ABI_VERSION 9
+ * (and DiscGemmPart) to DiscRuntime, version 10 DISC_GEMM_FAST_BF16 in a
+ * DISC_WINDOW_CONV's dtype. */
+#define DISC_ABI_VERSION 10
 #define DISC_MAX_RANK 8
 
 /* TF error codes used by generated code (values of tensorflow::error::Code). */
@@ -52,9 +53,10 @@ extern "C" {
 /* Element types of rt->gemm (values of tensorflow::DataType). */
 #define DISC_DTYPE_FLOAT 1
 #define DISC_DTYPE_DOUBLE 2
-/* OR'ed into a DISC_DTYPE_FLOAT gemm dtype by code compiled with fast_math="bf16":
- * the runtime may round A and B to bf16 (fp32 accumulation; error bound in
- * README "Fast math"); it runs the fp32 GEMM where the CPU lacks AVX512_BF16. */
+/* OR'ed into a DISC_DTYPE_FLOAT gemm dtype, and a DISC_WINDOW_CONV window's,
+ * by code compiled with fast_math="bf16": the runtime may round the operands
+ * (A and B; input and filter) to bf16 (fp32 accumulation; error bound in
+ * README "Fast math"); it runs the fp32 kernels where the CPU lacks AVX512_BF16. */
 #define DISC_GEMM_FAST_BF16 0x10000
 
 typedef struct DiscBuffer {

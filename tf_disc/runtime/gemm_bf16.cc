@@ -38,11 +38,7 @@
 #include "tf_disc/runtime/kernel_entry.h"
 #include "tf_disc/runtime/switches.h"
 
-// Only the avx512 kernel library (kernel_table.h) has the kernel: lower
-// tiers' libraries hold no AVX-512 code at all.
-#if defined(__x86_64__) && defined(__AVX512F__) && \
-    (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 10))
-#define DISC_BF16_KERNEL 1
+#ifdef DISC_BF16_KERNEL
 #include <immintrin.h>
 #endif
 
@@ -120,6 +116,17 @@ DISC_BF16_TARGET void PackA(const GemmArgs& g, const float* a, int64_t r0, int64
     }
     for (int64_t kk = 0; kk < kn; ++kk) dst[kk] = ToBf16(a[(k0 + kk) * g.lda + r0 + i]);
     for (int64_t kk = kn; kk < CeilDiv(kn, 32) * 32; ++kk) dst[kk] = 0;
+  }
+}
+
+// dst[0, n) = bf16(src[0, n)), nothing written past n.
+DISC_BF16_TARGET void ConvertExact(const float* src, int64_t n, uint16_t* dst) {
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m512 lo = _mm512_maskz_loadu_ps(TailMask(n - i), src + i);
+    const __m512 hi = _mm512_maskz_loadu_ps(TailMask(n - i - 16), src + i + 16);
+    const __mmask32 keep = n - i >= 32 ? ~__mmask32(0) : (__mmask32(1) << (n - i)) - 1;
+    _mm512_mask_storeu_epi16(dst + i, keep,
+                             reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
   }
 }
 
@@ -404,20 +411,29 @@ bool Prepack(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel
   return true;
 }
 
+// C rows [0, rows) x columns [c0, c1) from packed A rows (a_row apart)
+// and packed B groups (b_group apart, the first at column c0).
+DISC_BF16_TARGET void PackedRows(const uint16_t* pa, int64_t a_row, int64_t rows, int64_t k,
+                                 const uint16_t* pb, int64_t b_group, float* c, int64_t ldc,
+                                 int64_t c0, int64_t c1) {
+  for (int64_t rb = 0; rb < rows; rb += kBlockRows) {
+    const int64_t n = std::min(kBlockRows, rows - rb);
+    for (int64_t k0 = 0; k0 < k; k0 += kChunk) {
+      const int64_t pairs = (std::min(kChunk, k - k0) + 1) / 2;
+      Tiles(pa + rb * a_row + k0, a_row / 2, n, pb + k0 * kGroup, b_group, pairs,
+            c + rb * ldc, ldc, c0, c1, k0 == 0);
+    }
+  }
+}
+
 // C rows [r0, r1) x columns [c0, c1) of batch entry bi from Packed operands.
 DISC_BF16_TARGET void RunPackedTask(const GemmArgs& g, const Packed& p, int64_t bi, int64_t r0,
                                     int64_t r1, int64_t c0, int64_t c1) {
   const uint16_t* pa = p.a + (g.stride_a == 0 ? 0 : bi) * p.a_entry;
   const uint16_t* pb = p.b + (g.stride_b == 0 ? 0 : bi) * p.b_entry + (c0 / kGroup) * p.b_group;
   float* c = static_cast<float*>(g.c) + bi * g.stride_c;
-  for (int64_t rb = r0; rb < r1; rb += kBlockRows) {
-    const int64_t rows = std::min(kBlockRows, r1 - rb);
-    for (int64_t k0 = 0; k0 < g.k; k0 += kChunk) {
-      const int64_t pairs = (std::min(kChunk, g.k - k0) + 1) / 2;
-      Tiles(pa + rb * p.a_row + k0, p.a_row / 2, rows, pb + k0 * kGroup, p.b_group, pairs,
-            c + rb * g.ldc, g.ldc, c0, c1, k0 == 0);
-    }
-  }
+  PackedRows(pa + r0 * p.a_row, p.a_row, r1 - r0, g.k, pb, p.b_group, c + r0 * g.ldc, g.ldc,
+             c0, c1);
 }
 
 bool Run(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
@@ -477,12 +493,26 @@ bool Bf16GemmAvailable() {
 
 bool Bf16GemmApplies(const GemmArgs& g) {
   if ((g.dtype & ~DISC_GEMM_FAST_BF16) != DISC_DTYPE_FLOAT || !Bf16GemmAvailable()) return false;
-  return g.m >= kMinRows && g.batch > 0 && g.n > 0 && g.k > 0;  // else nothing to gain
+  // AMX multiplies a packed weight by any number of rows faster than fp32
+  // (half the bytes of B to stream); VDPBF16PS needs kMinRows.
+  return (g.m >= kMinRows || UseAmx()) && g.m > 0 && g.batch > 0 && g.n > 0 && g.k > 0;
 }
 
 bool RunGemmBf16(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
   if (g.dtype != DISC_DTYPE_FLOAT || !Bf16GemmApplies(g)) return false;
+  // Packing B for fewer rows costs more than the kernel saves.
+  if (g.packed_b == nullptr && g.m < kMinRows) return false;
   return Run(g, num_threads, parallel_for);
+}
+
+void ConvertToBf16(const float* src, int64_t n, uint16_t* dst) { ConvertExact(src, n, dst); }
+
+void Bf16RowsTimesPackedB(const uint16_t* a, int64_t a_row, int64_t rows, int64_t k,
+                          const Bf16PackedB& b, int64_t c0, int64_t c1, float* c, int64_t ldc) {
+  for (int64_t cb = c0; cb < c1; cb += kTaskCols) {
+    PackedRows(a, a_row, rows, k, b.data + (cb / kGroup) * b.group, b.group, c, ldc, cb,
+               std::min(c1, cb + kTaskCols));
+  }
 }
 
 std::unique_ptr<Bf16PackedB> PackBf16B(const GemmArgs& g, int num_threads,

@@ -13,6 +13,13 @@
 
 #include "tf_disc/runtime/gemm.h"
 
+// Only the avx512 kernel library (kernel_table.h) has the kernel: lower
+// tiers' libraries hold no AVX-512 code at all.
+#if defined(__x86_64__) && defined(__AVX512F__) && \
+    (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 10))
+#define DISC_BF16_KERNEL 1
+#endif
+
 namespace tf_disc {
 
 // This CPU and OS run AVX512_BF16 (cpuid and XCR0; computed once) and the
@@ -26,8 +33,9 @@ bool Bf16GemmAvailable();
 // Uses args.packed_b, when set, instead of packing B.
 bool RunGemmBf16(const GemmArgs& args, int num_threads, const GemmParallelFor& parallel_for);
 
-// Whether RunGemmBf16 would run the bf16 kernel for args (so that a packed B
-// would be read): the kernel is available and the product is not skinny.
+// Whether RunGemmBf16 would run the bf16 kernel for args with B packed (so
+// that a packed B would be read): the kernel is available and the product
+// is not too skinny for it (any rows on AMX, kMinRows for VDPBF16PS).
 bool Bf16GemmApplies(const GemmArgs& args);
 
 // B of a GEMM in the bf16 kernel's layout, all of k: 64-column groups
@@ -50,6 +58,20 @@ struct Bf16PackedB {
 // Null when the kernel is unavailable or memory is short.
 std::unique_ptr<Bf16PackedB> PackBf16B(const GemmArgs& args, int num_threads,
                                        const GemmParallelFor& parallel_for);
+
+#ifdef DISC_BF16_KERNEL
+// For callers that build A rows themselves (conv_bf16.cc).
+
+// dst[0, n) = bf16(src[0, n)), round to nearest even.
+void ConvertToBf16(const float* src, int64_t n, uint16_t* dst);
+
+// Single-threaded: columns [c0, c1) of C rows [0, rows) (c: row 0's
+// column 0, rows ldc apart) = A B, A given as bf16 rows `a_row` elements
+// apart (a_row a multiple of 32; each row k values then zeros up to a_row),
+// B packed by PackBf16B for this k (one batch entry); c0 a multiple of 64.
+void Bf16RowsTimesPackedB(const uint16_t* a, int64_t a_row, int64_t rows, int64_t k,
+                          const Bf16PackedB& b, int64_t c0, int64_t c1, float* c, int64_t ldc);
+#endif  // DISC_BF16_KERNEL
 
 }  // namespace tf_disc
 

@@ -51,7 +51,12 @@ bool NoGemmMulti(const GemmArgs*, int, int, void*, const GemmParallelFor&, std::
 bool NoWindow(const DiscWindowArgs&, int, void*, const GemmParallelFor&, std::string* error) {
   return Unavailable(error);
 }
+bool NoWindowFastBf16(const DiscWindowArgs&, const Bf16PackedB*, int, void*,
+                      const GemmParallelFor&, std::string* error) {
+  return Unavailable(error);
+}
 bool Never(const GemmArgs&) { return false; }
+bool NeverConv(const DiscWindowArgs&) { return false; }
 std::unique_ptr<Bf16PackedB> NoBf16Pack(const GemmArgs&, int, const GemmParallelFor&) {
   return nullptr;
 }
@@ -59,8 +64,9 @@ std::unique_ptr<Fp32PackedB> NoFp32Pack(const GemmArgs&, int, const GemmParallel
   return nullptr;
 }
 
-const KernelTable kMissing = {kKernelAbiVersion, "", &NoGemm,     &NoGemmMulti, &NoWindow,
-                              &Never,            &Never, &NoBf16Pack, &NoFp32Pack};
+const KernelTable kMissing = {kKernelAbiVersion, "",         &NoGemm,     &NoGemmMulti,
+                              &NoWindow,         &NoWindowFastBf16, &NeverConv,
+                              &Never,            &Never,     &NoBf16Pack, &NoFp32Pack};
 
 const KernelTable* TryLoad(const std::string& dir, CpuTier tier, const KernelHost* host) {
   const std::string path =

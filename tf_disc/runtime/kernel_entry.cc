@@ -1,4 +1,5 @@
 // The entry point of a per-tier kernel library (kernel_table.h).
+#include "tf_disc/runtime/conv_bf16.h"
 #include "tf_disc/runtime/cpu_isa.h"
 #include "tf_disc/runtime/gemm.h"
 #include "tf_disc/runtime/gemm_bf16.h"
@@ -24,9 +25,9 @@ disc_kernel_table_v1(const tf_disc::KernelHost* host) {
   if (host == nullptr || host->abi_version != kKernelAbiVersion) return nullptr;
   SetKernelHost(host);
   static const KernelTable table = {
-      kKernelAbiVersion, DISC_KERNEL_TIER, &RunGemm,       &RunGemmMulti,
-      &RunWindow,        &Bf16GemmApplies, &PrepackedFp32Applies,
-      &PackBf16B,        &PackFp32B,
+      kKernelAbiVersion, DISC_KERNEL_TIER,     &RunGemm,   &RunGemmMulti,
+      &RunWindow,        &RunWindowFastBf16,   &ConvBf16Applies,
+      &Bf16GemmApplies,  &PrepackedFp32Applies, &PackBf16B, &PackFp32B,
   };
   return &table;
 }

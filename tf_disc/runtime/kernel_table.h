@@ -27,7 +27,7 @@ namespace tf_disc {
 
 // Bumped whenever KernelHost, KernelTable or the argument structs change:
 // a library of another version is refused (and the next tier down tried).
-constexpr int32_t kKernelAbiVersion = 3;
+constexpr int32_t kKernelAbiVersion = 4;
 
 struct KernelHost {
   int32_t abi_version;
@@ -50,6 +50,10 @@ struct KernelTable {
                          std::string* error);
   bool (*run_window)(const DiscWindowArgs& args, int num_threads, void* eigen_pool,
                      const GemmParallelFor& parallel_for, std::string* error);
+  bool (*run_window_fast_bf16)(const DiscWindowArgs& args, const Bf16PackedB* packed_filter,
+                               int num_threads, void* eigen_pool,
+                               const GemmParallelFor& parallel_for, std::string* error);
+  bool (*conv_bf16_applies)(const DiscWindowArgs& args);
   bool (*bf16_gemm_applies)(const GemmArgs& args);
   bool (*prepacked_fp32_applies)(const GemmArgs& args);
   std::unique_ptr<Bf16PackedB> (*pack_bf16_b)(const GemmArgs& args, int num_threads,

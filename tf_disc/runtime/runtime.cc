@@ -7,6 +7,7 @@
 #include "tensorflow/core/framework/allocator.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/platform/threadpool.h"
+#include "tf_disc/runtime/conv_bf16.h"
 #include "tf_disc/runtime/gemm.h"
 #include "tf_disc/runtime/kernel_dispatch.h"
 
@@ -271,9 +272,22 @@ int32_t KernelRuntime::Window(void* self_ptr, const DiscWindowArgs* args) {
   }
   PoolView pool = ViewPool(self->ctx_);
   std::string error;
-  if (Kernels().run_window(*args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) {
-    return 0;
+  bool done;
+  if ((args->dtype & DISC_GEMM_FAST_BF16) != 0) {
+    // A fast-math Conv2D: its filter, when a stable input, packed once.
+    DiscWindowArgs plain = *args;
+    plain.dtype &= ~DISC_GEMM_FAST_BF16;
+    GemmArgs filter = ConvFilterAsB(plain);
+    std::shared_ptr<const PackedWeights::Pack> packed;  // held until done
+    if (self->stable_ != nullptr && Kernels().conv_bf16_applies(plain)) {
+      packed = self->stable_->Attach(&filter, pool.threads, pool.parallel_for);
+    }
+    done = Kernels().run_window_fast_bf16(*args, filter.packed_b, pool.threads, pool.eigen_pool,
+                                          pool.parallel_for, &error);
+  } else {
+    done = Kernels().run_window(*args, pool.threads, pool.eigen_pool, pool.parallel_for, &error);
   }
+  if (done) return 0;
   SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());
   return 1;
 }

@@ -1,5 +1,6 @@
 #include "tf_disc/runtime/window.h"
 
+#include "tf_disc/runtime/conv_bf16.h"
 #include "tf_disc/runtime/conv_direct.h"
 #include "tf_disc/runtime/conv_filter_grad.h"
 #include "tf_disc/runtime/conv_transpose.h"
@@ -293,6 +294,19 @@ bool RunWindow(const DiscWindowArgs& w, int num_threads, void* eigen_pool,
       *error = "window: unsupported dtype " + std::to_string(w.dtype);
       return false;
   }
+}
+
+bool RunWindowFastBf16(const DiscWindowArgs& args, const Bf16PackedB* packed_filter,
+                       int num_threads, void* eigen_pool, const GemmParallelFor& parallel_for,
+                       std::string* error) {
+  DiscWindowArgs w = args;
+  w.dtype &= ~DISC_GEMM_FAST_BF16;
+  if (w.kind == DISC_WINDOW_CONV) {
+    if (!Check(w, error)) return false;
+    if (w.batch * w.out_h * w.out_w * w.out_c == 0) return true;
+    if (RunConvBf16(w, packed_filter, num_threads, parallel_for)) return true;
+  }
+  return RunWindow(w, num_threads, eigen_pool, parallel_for, error);
 }
 
 }  // namespace tf_disc

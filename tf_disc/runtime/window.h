@@ -14,6 +14,7 @@
 
 #include "tf_disc/runtime/disc_abi.h"
 #include "tf_disc/runtime/gemm.h"
+#include "tf_disc/runtime/gemm_bf16.h"
 
 namespace tf_disc {
 
@@ -21,6 +22,14 @@ namespace tf_disc {
 // arguments (nothing written then).  eigen_pool as in RunGemm.
 bool RunWindow(const DiscWindowArgs& args, int num_threads, void* eigen_pool,
                const GemmParallelFor& parallel_for, std::string* error);
+
+// A window op compiled with fast_math="bf16" (its dtype carries
+// DISC_GEMM_FAST_BF16): a float Conv2D runs on the bf16 kernel where
+// conv_bf16.h applies (packed_filter: its filter packed once, may be
+// null); everything else as RunWindow with the plain dtype.
+bool RunWindowFastBf16(const DiscWindowArgs& args, const Bf16PackedB* packed_filter,
+                       int num_threads, void* eigen_pool, const GemmParallelFor& parallel_for,
+                       std::string* error);
 
 }  // namespace tf_disc
 

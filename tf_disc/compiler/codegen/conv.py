@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..errors import template_text
 from ..ir.core import Op, Value
 from .cstr import c_string
+from .gemm import library_dtype
 
 _KINDS = {"conv": "DISC_WINDOW_CONV", "depthwise": "DISC_WINDOW_DEPTHWISE",
           "max_pool": "DISC_WINDOW_MAX_POOL", "avg_pool": "DISC_WINDOW_AVG_POOL",
@@ -95,7 +96,7 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     filt = ptr[op.operands[1]] if len(op.operands) > 1 else "nullptr"
     out += [f"  {{  // window {k}: {a['kind']} {op.result.name}",
             "    DiscWindowArgs w = {};",
-            f"    w.kind = {_KINDS[a['kind']]}; w.dtype = {op.result.dtype.tf_enum};",
+            f"    w.kind = {_KINDS[a['kind']]}; w.dtype = {library_dtype(op)};",
             f"    w.batch = {xd[0]}; w.in_h = {xd[1]}; w.in_w = {xd[2]}; w.in_c = {xd[3]};",
             f"    w.out_h = {od[1]}; w.out_w = {od[2]}; w.out_c = {od[3]};",
             f"    w.k_h = {kh}; w.k_w = {kw}; w.stride_h = {sh}; w.stride_w = {sw};",

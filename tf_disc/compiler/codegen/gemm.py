@@ -83,9 +83,9 @@ def _stride(dims: list[str], d: int) -> str:
     return _prod(dims[d + 1:])
 
 
-def _gemm_dtype(op: Op) -> str:
-    """rt->gemm's dtype: the element type, plus the bf16 flag for dots that
-    passes/fast_math.py marked."""
+def library_dtype(op: Op) -> str:
+    """The dtype a library call (rt->gemm, rt->window) gets for op: the
+    element type, plus the bf16 flag where passes/fast_math.py marked it."""
     dtype = str(op.result.dtype.tf_enum)
     return f"{dtype} | DISC_GEMM_FAST_BF16" if op.attrs.get("precision") == "bf16" else dtype
 
@@ -161,7 +161,7 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
             f"    {arr('bd', g['bd'])}", f"    {arr('sa', g['sa'])}", f"    {arr('sb', g['sb'])}",
             f"    {arr('sc', g['sc'])}",
             f"    const int64_t m = {g['m']}, n = {g['n']}, k = {g['k']};",
-            f"    if (disc_gemm_batched(rt, {_gemm_dtype(op)}, {g['ta']}, {g['tb']}, {nb}, bd, "
+            f"    if (disc_gemm_batched(rt, {library_dtype(op)}, {g['ta']}, {g['tb']}, {nb}, bd, "
             f"sa, sb, sc, m, n, k, {ptr[lhs]}, {g['lda']}, {ptr[rhs]}, {g['ldb']}, {ptr[res]}, "
             f"{g['ldc']}, sizeof({t}){ep})) return 1;"]
     out += _frees([op])
@@ -214,7 +214,7 @@ def emit_dot_group(members: list[tuple[Op, Op | None]], dn, ptr: dict[Value, str
     (launch(kernel, run), nested) and the call emitted innermost.
     prepare(kernel) declares the kernel's dim locals up front (in this scope)."""
     dots = [d for d, _ in members]
-    dtypes = {_gemm_dtype(d) for d in dots}
+    dtypes = {library_dtype(d) for d in dots}
     if len(dtypes) != 1 or len({d.operands[0] for d in dots}) != 1:
         raise ValueError(f"gemm group {[d.result.name for d in dots]}: mixed lhs or dtype")
     geoms = [_geometry(d, dn) for d in dots]
