@@ -191,18 +191,27 @@ def onnx_runtime(config: Config) -> Optional[Callable]:
     return worker
 
 
-def switched(fn: Callable, **switches: str) -> Callable:
+def switched(fn: Callable, self_guard: bool = False, **switches: str) -> Callable:
     """Ours with runtime A/B switches set for the call (runtime/switches.h),
     so one run times a kernel change both ways: DISC_GEMM_SKINNY=0 (skinny
     GEMMs on Eigen) or w (the 6 x 64 tile for all m), DISC_GEMM_MULTI=0
     (merged Q/K/V products one at a time), DISC_GEMM_EPILOGUE=0 (epilogues
-    as a second pass over C instead of per block while in cache)."""
+    as a second pass over C instead of per block while in cache),
+    DISC_KERNEL_THREADS=1 (GEMMs on one thread: a deliberately slowed
+    policy).  self_guard: the self-guard on for the call (off in every other
+    mode of ours, so they time our code, not TF's)."""
     import blade_disc_tf as disc
 
     def call(*args):
-        with disc.runtime_switches(**switches):
-            out = fn(*args)
-            return out.numpy() if hasattr(out, "numpy") else out
+        if self_guard:
+            disc.set_options(self_guard=True)
+        try:
+            with disc.runtime_switches(**switches):
+                out = fn(*args)
+                return out.numpy() if hasattr(out, "numpy") else out
+        finally:
+            if self_guard:
+                disc.set_options(self_guard=False)
     return call
 
 
@@ -229,6 +238,12 @@ def build_modes(config: Config, weights, names: str) -> List[Mode]:
         Mode("ours_wide_tile", lambda: switched(fresh(model)(), DISC_GEMM_SKINNY="w"), ours=True),
         Mode("ours_no_multi", lambda: switched(fresh(model)(), DISC_GEMM_MULTI="0"), ours=True),
         Mode("ours_epilogue_pass", lambda: switched(fresh(model)(), DISC_GEMM_EPILOGUE="0"),
+             ours=True),
+        Mode("ours_guarded", lambda: switched(fresh(model)(), self_guard=True), ours=True),
+        Mode("ours_slowed", lambda: switched(fresh(model)(), DISC_KERNEL_THREADS="1"),
+             ours=True),
+        Mode("ours_slowed_guarded",
+             lambda: switched(fresh(model)(), self_guard=True, DISC_KERNEL_THREADS="1"),
              ours=True),
         Mode("gemm_floor(ours)", fresh(floor, floor_spec), ours=True, floor=True),
         # The same GEMMs in stock TF (oneDNN): tf / this is the most a fused

@@ -34,7 +34,7 @@ def build(mode: str, config: Config, requests):
     if mode == "tf":
         disc.disable()
     else:
-        disc.enable(fast_math="bf16" if mode == "bf16" else "")
+        disc.enable(fast_math="bf16" if mode == "bf16" else "", self_guard=False)
     if mode != "floor":
         return tf.function(lambda ids, mask: transformer(ids, mask, weights, config),
                            input_signature=signature_ids()), requests

@@ -1,6 +1,7 @@
 """Cold start of bert_dynamic.py's encoder, every sample in a fresh process:
 stock TF, XLA (jit_compile=True), ONNX Runtime (when tf2onnx and onnxruntime
-are installed) and blade_disc_tf with sync and async compile.
+are installed) and blade_disc_tf with sync and async compile, and with the
+product defaults (ours_default: async compile and the self-guard on).
 
 Cold = a new tf.function's first pass over the workload: tracing, Grappler,
 compiling (ours with an empty compile cache, XLA once per shape; ONNX
@@ -28,7 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from timing import print_table  # noqa: E402
 
-MODES = ("tf", "xla", "onnxruntime", "ours", "ours_async")
+MODES = ("tf", "xla", "onnxruntime", "ours", "ours_async", "ours_default")
 
 
 def _sample(conn, mode: str, workload_name: str, layers: int, quick: bool) -> None:
@@ -48,7 +49,11 @@ def _sample(conn, mode: str, workload_name: str, layers: int, quick: bool) -> No
     tf.matmul(tf.ones([8, 8]), tf.ones([8, 8])).numpy()  # TF's runtime and pools up
     ours = mode.startswith("ours")
     if ours:  # the other modes never import blade_disc_tf
-        modes.configure_disc(True, mode == "ours_async")
+        modes.configure_disc(True, mode in ("ours_async", "ours_default"))
+        if mode == "ours_default":
+            import blade_disc_tf as disc
+
+            disc.set_options(self_guard=True)
     start = time.perf_counter()
     if mode == "onnxruntime":
         fn, why = onnx_session(config)
@@ -65,15 +70,19 @@ def _sample(conn, mode: str, workload_name: str, layers: int, quick: bool) -> No
         np.asarray(out.numpy() if hasattr(out, "numpy") else out)
         times.append(time.perf_counter() - t)
     cold_s = time.perf_counter() - start
-    compiles = "-"
+    compiles, in_tf = "-", "-"
     if ours:
         compiles = str(modes.disc_compiles())
-        if mode == "ours_async":
+        if mode in ("ours_async", "ours_default"):
+            # Calls of the pass that ran in TF: while compiling, or by the guard.
+            in_tf = str(modes.disc_fallbacks().get("compiling", 0) + sum(
+                c["self_guard"]["tf_runs"] for c in modes.disc_stats_clusters()))
             modes.wait_for_async_compiles()  # untimed: the count includes the last one
             compiles = str(modes.disc_compiles())
     elif mode == "xla":
         compiles = str(len({r[0].shape for r in requests}))
-    conn.send({"cold_s": cold_s, "first_s": times[0], "compiles": compiles})
+    conn.send({"cold_s": cold_s, "first_s": times[0], "compiles": compiles,
+               "calls_in_tf": in_tf})
 
 
 def run_sample(mode: str, workload_name: str, layers: int, quick: bool) -> dict:
@@ -102,7 +111,7 @@ def summarize(samples: Dict[str, List[dict]]) -> List[dict]:
         row = {"mode": mode, "cold_s": med[mode],
                "first_call_s": statistics.median(s["first_s"] for s in runs),
                "min_s": min(s["cold_s"] for s in runs), "max_s": max(s["cold_s"] for s in runs),
-               "compiles": runs[0]["compiles"]}
+               "compiles": runs[0]["compiles"], "calls_in_tf": runs[0]["calls_in_tf"]}
         for ref in ("tf", "xla"):
             if ref in med:
                 row[f"cold/{ref}"] = f"{med[mode] / med[ref]:.2f}x"

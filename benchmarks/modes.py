@@ -63,7 +63,10 @@ def configure_disc(ours: bool, async_compile: bool = False) -> None:
     global _CACHE_ROOT
     if _CACHE_ROOT is None:
         _CACHE_ROOT = tempfile.TemporaryDirectory(prefix="disc_bench_cache_")
-    disc.enable(cache_dir=tempfile.mkdtemp(dir=_CACHE_ROOT.name), async_compile=async_compile)
+    # The self-guard off: modes of ours time our code (bert_dynamic.py's
+    # *_guarded modes turn it on per call).
+    disc.enable(cache_dir=tempfile.mkdtemp(dir=_CACHE_ROOT.name), async_compile=async_compile,
+                self_guard=False)
     disc.clear_executable_cache()
     disc.reset_stats()
 

@@ -5,6 +5,12 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Tests count runs, cache hits and compiles: synchronous compiles and no
+# self-guard (which may run some calls in TF, by timing) unless a test turns
+# them on, the product defaults being async and guarded; child processes
+# inherit this.
+os.environ.setdefault("DISC_ASYNC_COMPILE", "0")
+os.environ.setdefault("DISC_SELF_GUARD", "0")
 
 import pytest  # noqa: E402
 
@@ -16,7 +22,8 @@ def disc(tmp_path):
     import blade_disc_tf as disc
 
     disc.enable(cache_dir=str(tmp_path / "cache"), min_cluster_size=2, cxx="c++",
-                forbid_compile=False, async_compile=False, dump_dir=None, target_isa="")
+                forbid_compile=False, async_compile=False, dump_dir=None, target_isa="",
+                self_guard=False)
     disc.clear_executable_cache()
     disc.reset_stats()
     yield disc

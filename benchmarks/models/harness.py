@@ -135,7 +135,7 @@ def example_main(causal: bool, doc: str) -> None:
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--shapes", type=int, default=20)
     args = parser.parse_args()
-    disc.enable()
+    disc.enable(async_compile=False)  # the report counts compiles per cluster
     config = Config(hidden=args.hidden, heads=max(1, args.hidden // 32), ffn=4 * args.hidden,
                     layers=args.layers, vocab=1000, max_positions=256, causal=causal)
     batch_shapes = shapes(args.shapes, max_batch=8, max_seq=256)

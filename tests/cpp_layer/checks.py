@@ -40,7 +40,8 @@ class Lib:
 
     def setup(self, options=None, table=TABLE, compiler=True):
         assert self.c.DiscSetSupportTable(json.dumps(table).encode()) == 0
-        opts = {"enabled": True, "min_cluster_size": 2}
+        # The self-guard off (as in tests/conftest.py): checks count runs.
+        opts = {"enabled": True, "min_cluster_size": 2, "self_guard": False}
         opts.update(options or {})
         assert self.c.DiscSetOptions(json.dumps(opts).encode()) == 0
         self.c.DiscSetCompileCallback(self.toy.callback if compiler else None)

@@ -58,6 +58,8 @@ int64_t DiscGetClusterFunction(const char* name, char* buf, int64_t cap) {
   return static_cast<int64_t>(fdef.size());
 }
 
+int64_t DiscCompilesInFlight(void) { return tf_disc::CompilesInFlight(); }
+
 void DiscResetStats(void) { tf_disc::ResetStats(); }
 
 void DiscClearExecutableCache(void) { tf_disc::ClearExecutableCache(); }

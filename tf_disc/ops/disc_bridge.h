@@ -90,6 +90,9 @@ int64_t DiscGetStats(char* buf, int64_t cap);
  * converter compiles these bodies ahead of time, as DiscLaunch would. */
 int64_t DiscGetClusterFunction(const char* name, char* buf, int64_t cap);
 
+/* Compiles started and not yet finished (disc.wait_for_compiles polls it). */
+int64_t DiscCompilesInFlight(void);
+
 /* Zeroes every counter (compiled executables stay cached). */
 void DiscResetStats(void);
 

@@ -1,5 +1,6 @@
 // DiscLaunch: runs one clustered subgraph through a compiled executable, or
 // falls back to the original function when there is none.
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "tf_disc/ops/fallback.h"
 #include "tf_disc/ops/json.h"
 #include "tf_disc/ops/options.h"
+#include "tf_disc/ops/self_guard.h"
 #include "tf_disc/ops/stats.h"
 #include "tf_disc/runtime/kernel_dispatch.h"
 #include "tf_disc/runtime/runtime.h"
@@ -98,6 +100,11 @@ class DiscLaunchOp : public AsyncOpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("fast_math_changes", &fast_math_changes_));
     fallback_ = std::make_unique<FunctionFallback>(std::move(f));
     stats_ = GetFunctionStats(function_);
+    stats_->AttachGuard(&guard_);
+  }
+
+  ~DiscLaunchOp() override {
+    if (stats_ != nullptr) stats_->DetachGuard(&guard_);
   }
 
   // The executor treats the kernel as synchronous: after an async kernel's
@@ -123,7 +130,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       uint64_t generation;
       if (std::shared_ptr<const Executable> exe = Remembered(scratch, &generation)) {
         const uint64_t hit = stats_->RecordMemoRun(scratch, generation);
-        RunExecutable(ctx, *exe, std::move(done), hit);
+        RunGuarded(ctx, scratch, *exe, std::move(done), hit);
         return;
       }
     }
@@ -143,14 +150,14 @@ class DiscLaunchOp : public AsyncOpKernel {
     };
     // A waiting caller resumes on the compile/timeout thread (Compute is
     // blocked meanwhile): a pool could be fully blocked in such waits.
-    auto cont = [this, ctx, done, stats_generation](const CacheOutcome& o) {
-      Continue(ctx, done, o, stats_generation);
+    auto cont = [this, ctx, done, stats_generation, key](const CacheOutcome& o) {
+      Continue(ctx, key, done, o, stats_generation);
     };
     const uint64_t epoch = ExecutableCacheEpoch();
     CacheOutcome outcome;
     if (LookupExecutable(params, make_request, &outcome, std::move(cont))) {
       if (outcome.exe) Remember(key, epoch, stats_generation, outcome.exe);
-      Continue(ctx, std::move(done), outcome, stats_generation);
+      Continue(ctx, key, std::move(done), outcome, stats_generation);
     }
   }
 
@@ -215,13 +222,13 @@ class DiscLaunchOp : public AsyncOpKernel {
       return true;
     }
     Remember(key, epoch, stats_generation, exe);
-    RunExecutable(ctx, *exe, std::move(*done), stats_generation);
+    RunGuarded(ctx, key, *exe, std::move(*done), stats_generation);
     return true;
   }
 
   // stats_generation: the one the run was recorded under (RecordRun).
-  void Continue(OpKernelContext* ctx, DoneCallback done, const CacheOutcome& o,
-                uint64_t stats_generation) {
+  void Continue(OpKernelContext* ctx, const std::string& key, DoneCallback done,
+                const CacheOutcome& o, uint64_t stats_generation) {
     if (!o.exe) {
       Fallback(ctx, std::move(done), o.fallback_reason);
       return;
@@ -231,7 +238,53 @@ class DiscLaunchOp : public AsyncOpKernel {
       hit = stats_generation;
       VLOG(1) << "DiscLaunch: " << function_ << ": executable cache hit";
     }
-    RunExecutable(ctx, *o.exe, std::move(done), hit);
+    RunGuarded(ctx, key, *o.exe, std::move(done), hit);
+  }
+
+  // The self-guard's size bucket: activations only (stable inputs are
+  // weights, the same size at every call).
+  int GuardBucket(OpKernelContext* ctx) const {
+    int64_t elements = 0;
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      bool stable = false;
+      for (int64_t s : stable_args_) stable = stable || s == i;
+      if (!stable) elements += ctx->input(i).NumElements();
+    }
+    return SelfGuard::Bucket(elements);
+  }
+
+  // Runs `exe` or, where the self-guard measured TF's own ops faster for
+  // this key and size, the original function; times the run for the guard.
+  void RunGuarded(OpKernelContext* ctx, const std::string& key, const Executable& exe,
+                  DoneCallback done, std::optional<uint64_t> hit) {
+    if (!SelfGuardOn()) {
+      RunExecutable(ctx, exe, std::move(done), hit, nullptr);
+      return;
+    }
+    const SelfGuard::Ticket ticket = guard_.Choose(key, GuardBucket(ctx));
+    if (ticket.route == SelfGuard::Route::kExecutable) {
+      RunExecutable(ctx, exe, std::move(done), hit, &ticket);
+      return;
+    }
+    stats_->RecordGuardTfRun();
+    const auto start = std::chrono::steady_clock::now();
+    fallback_->RunAsync(ctx, [this, ctx, ticket, start, done = std::move(done)]() {
+      if (ctx->status().ok()) RecordGuardRun(ticket, start);
+      done();
+    });
+  }
+
+  void RecordGuardRun(const SelfGuard::Ticket& ticket,
+                      std::chrono::steady_clock::time_point start) {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    if (guard_.Record(ticket, took.count())) {
+      const SelfGuard::SlotReport report = guard_.Report(ticket.slot);
+      VLOG(1) << "DiscLaunch: " << function_ << " key " << report.key << " bucket "
+              << report.bucket << ": self-guard routes to "
+              << (report.route == SelfGuard::Route::kTf ? "TF" : "the executable")
+              << " (executable " << report.executable_s * 1e3 << " ms, TF "
+              << report.tf_s * 1e3 << " ms, medians)";
+    }
   }
 
   // Computes the cache key into *key (cleared first): input ranks plus
@@ -331,8 +384,10 @@ class DiscLaunchOp : public AsyncOpKernel {
   // refuses these inputs (DISC_ERROR_FALLBACK: a compile-time assumption
   // about run-time dims that they break).  `hit`: the stats generation of a
   // cache hit, counted only when the executable ran (a refusal is a fallback).
+  // ticket (may be null): the self-guard's, which the run's time is recorded for.
   void RunExecutable(OpKernelContext* ctx, const Executable& exe, DoneCallback done,
-                     std::optional<uint64_t> hit) {
+                     std::optional<uint64_t> hit, const SelfGuard::Ticket* ticket) {
+    const auto start = std::chrono::steady_clock::now();
     absl::InlinedVector<DiscBuffer, 16> buffers(ctx->num_inputs());
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       const Tensor& t = ctx->input(i);
@@ -360,6 +415,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       return;
     }
     if (hit) stats_->RecordCacheHit(*hit);
+    if (ticket != nullptr && ctx->status().ok()) RecordGuardRun(*ticket, start);
     done();
   }
 
@@ -380,6 +436,7 @@ class DiscLaunchOp : public AsyncOpKernel {
   std::vector<int64_t> stable_args_;
   PackedWeights packed_weights_{RecordPackedWeights};  // of stable_args_
   std::unique_ptr<FunctionFallback> fallback_;
+  SelfGuard guard_;
   std::unique_ptr<EmbeddedExecutables> embedded_;  // null: none embedded
   FunctionStats* stats_ = nullptr;
   std::unique_ptr<FunctionClaim> claim_;  // keeps this function's executables

@@ -43,6 +43,12 @@ class Cache {
               CacheOutcome* outcome, CacheContinuation cont);
   void Clear();
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+  int64_t CompilesInFlight() {
+    std::lock_guard<std::mutex> lock(mu_);
+    int64_t n = 0;
+    for (const auto& kv : entries_) n += kv.second.state == State::kCompiling;
+    return n;
+  }
   void Claim(const std::string& function);
   void Unclaim(const std::string& function);
 
@@ -308,6 +314,8 @@ bool LookupExecutable(const LookupParams& params,
 void ClearExecutableCache() { GetCache().Clear(); }
 
 uint64_t ExecutableCacheEpoch() { return GetCache().epoch(); }
+
+int64_t CompilesInFlight() { return GetCache().CompilesInFlight(); }
 
 std::shared_ptr<const Executable> OwnLoadedExecutable(
     std::shared_ptr<const Executable> loaded) {

@@ -59,6 +59,9 @@ void ClearExecutableCache();
 // their remembered executables are still the cache's.
 uint64_t ExecutableCacheEpoch();
 
+// Keys whose compile has started and not finished (async or not).
+int64_t CompilesInFlight();
+
 // Takes ownership of a freshly loaded executable: the returned pointer
 // dlcloses the library when its last copy goes, and the loaded_executables
 // stat counts it meanwhile.  Null stays null.

@@ -6,6 +6,7 @@
 
 #include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/json.h"
+#include "tf_disc/runtime/switches.h"
 
 namespace tf_disc {
 namespace {
@@ -15,17 +16,25 @@ std::mutex& OptionsMutex() {
   return *mu;
 }
 
+std::atomic<bool> fast_math_bf16{false};
+std::atomic<bool> self_guard{SelfGuardSetting()};
+
 Options& MutableOptions() {
-  static Options* options = new Options;
+  static Options* options = [] {
+    auto* o = new Options;
+    o->self_guard = SelfGuardSetting();
+    return o;
+  }();
   return *options;
 }
 
-std::atomic<bool> fast_math_bf16{false};
 std::atomic<int> target_tier{static_cast<int>(kHighestCpuTier)};
 
 }  // namespace
 
 bool FastMathBf16() { return fast_math_bf16.load(std::memory_order_relaxed); }
+
+bool SelfGuardOn() { return self_guard.load(std::memory_order_relaxed); }
 
 CpuTier CodegenCpuTier() {
   return std::min(SelectedCpuTier(),
@@ -62,6 +71,9 @@ bool UpdateOptionsFromJson(const std::string& text, std::string* error) {
     } else if (key == "async_compile") {
       ok = v.is_bool();
       if (ok) next.async_compile = v.as_bool();
+    } else if (key == "self_guard") {
+      ok = v.is_bool();
+      if (ok) next.self_guard = v.as_bool();
     } else if (key == "compile_timeout_s") {
       ok = v.is_number() && v.as_number() > 0;
       if (ok) next.compile_timeout_s = v.as_number();
@@ -81,6 +93,7 @@ bool UpdateOptionsFromJson(const std::string& text, std::string* error) {
   }
   MutableOptions() = next;
   fast_math_bf16.store(next.fast_math == "bf16", std::memory_order_relaxed);
+  self_guard.store(next.self_guard, std::memory_order_relaxed);
   CpuTier tier = kHighestCpuTier;
   if (!next.target_isa.empty()) ParseCpuTier(next.target_isa, &tier);
   // Executables built for another tier must not serve the new one (the tier

@@ -12,8 +12,12 @@ struct Options {
   bool enabled = false;         // plugin optimizer clusters
   int min_cluster_size = 2;
   std::string dump_dir;         // "" = no graph dumps
-  bool async_compile = false;   // fall back to TF while a key compiles
+  // Fall back to TF while a key compiles (Python pushes its default, on).
+  bool async_compile = false;
   double compile_timeout_s = 600;
+  // Route a cluster's calls to TF's own ops where they measure faster
+  // (self_guard.h).  Before Python pushes options: DISC_SELF_GUARD, else on.
+  bool self_guard = true;
   std::string fast_math;        // "" (exact fp32) or "bf16": part of every cache key
   // "" (the selected CPU tier) or a lower tier for generated code
   // (runtime/cpu_isa.h names); changing it clears the executable cache.
@@ -25,6 +29,9 @@ Options GetOptions();
 
 // Options().fast_math without the copy (read on every DiscLaunch call).
 bool FastMathBf16();
+
+// Options().self_guard without the copy (read on every DiscLaunch call).
+bool SelfGuardOn();
 
 // The ISA tier generated code is compiled for: SelectedCpuTier() lowered to
 // the target_isa option (read on every compile request).

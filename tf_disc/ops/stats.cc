@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "tf_disc/ops/json.h"
 #include "tf_disc/runtime/cpu_isa.h"
@@ -96,6 +97,21 @@ void FunctionStats::RecordCompile(bool compiled, double seconds) {
   compile_seconds_ += seconds;
 }
 
+void FunctionStats::RecordGuardTfRun() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++guard_tf_runs_;
+}
+
+void FunctionStats::AttachGuard(const SelfGuard* guard) {
+  std::lock_guard<std::mutex> lock(mu_);
+  guards_.insert(guard);
+}
+
+void FunctionStats::DetachGuard(const SelfGuard* guard) {
+  std::lock_guard<std::mutex> lock(mu_);
+  guards_.erase(guard);
+}
+
 void FunctionStats::Reset() {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t generation = generation_.fetch_add(1, std::memory_order_acq_rel) + 1;
@@ -105,12 +121,13 @@ void FunctionStats::Reset() {
   compile_seconds_ = 0;
   fallback_reasons_.clear();
   keys_.clear();
+  guard_tf_runs_ = 0;
 }
 
 bool FunctionStats::IsEmpty() const {
   std::lock_guard<std::mutex> lock(mu_);
   return (runs_.load() & kCountMask) == 0 && compiles_ == 0 && disk_cache_hits_ == 0 &&
-         fallbacks_ == 0 && keys_.empty();
+         fallbacks_ == 0 && keys_.empty() && guard_tf_runs_ == 0;
 }
 
 void FunctionStats::AppendJson(std::string* out) const {
@@ -137,7 +154,32 @@ void FunctionStats::AppendJson(std::string* out) const {
   }
   *out += "}, ";
   AppendField("compile_seconds", json::FormatNumber(compile_seconds_), out);
-  *out += ", \"keys\": [";
+  *out += ", \"self_guard\": {";
+  AppendField("tf_runs", std::to_string(guard_tf_runs_), out);
+  *out += ", \"slots\": [";
+  first = true;
+  std::vector<SelfGuard::SlotReport> slots;
+  for (const SelfGuard* guard : guards_) {
+    for (SelfGuard::SlotReport& r : guard->Reports()) slots.push_back(std::move(r));
+  }
+  for (const SelfGuard::SlotReport& g : slots) {
+    if (!first) *out += ", ";
+    first = false;
+    *out += "{\"key\": ";
+    json::AppendQuoted(g.key, out);
+    *out += ", \"bucket\": " + std::to_string(g.bucket) + ", \"route\": ";
+    *out += !g.decided ? "\"sampling\"" : g.route == SelfGuard::Route::kTf ? "\"tf\"" : "\"disc\"";
+    *out += ", ";
+    AppendField("executable_ms", json::FormatNumber(g.executable_s * 1e3), out);
+    *out += ", ";
+    AppendField("tf_ms", json::FormatNumber(g.tf_s * 1e3), out);
+    *out += ", ";
+    AppendField("tf_runs", std::to_string(g.tf_runs), out);
+    *out += ", ";
+    AppendField("switches", std::to_string(g.switches), out);
+    *out += "}";
+  }
+  *out += "]}, \"keys\": [";
   first = true;
   for (const auto& key : keys_) {
     if (!first) *out += ", ";

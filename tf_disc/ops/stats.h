@@ -9,6 +9,8 @@
 #include <set>
 #include <string>
 
+#include "tf_disc/ops/self_guard.h"
+
 namespace tf_disc {
 
 // Counters of one cluster function.  Pointers stay valid for the process
@@ -37,6 +39,13 @@ class FunctionStats {
   // compiled: the system compiler ran (false: disk-cache hit).
   void RecordCompile(bool compiled, double seconds);
 
+  // The self-guard (self_guard.h) ran a call in TF.
+  void RecordGuardTfRun();
+  // The self-guards of this function's live kernels, whose slots
+  // AppendJson shows (their state is not a counter: Reset keeps it).
+  void AttachGuard(const SelfGuard* guard);
+  void DetachGuard(const SelfGuard* guard);
+
   void Reset();
   // True when nothing was recorded since the last reset (hidden from JSON).
   bool IsEmpty() const;
@@ -60,6 +69,8 @@ class FunctionStats {
   int64_t fallbacks_ = 0;
   double compile_seconds_ = 0;
   std::map<std::string, int64_t> fallback_reasons_;
+  int64_t guard_tf_runs_ = 0;
+  std::set<const SelfGuard*> guards_;
   std::set<std::string> keys_;
   std::set<std::string> warned_reasons_;  // survives Reset: warn once per process
 };

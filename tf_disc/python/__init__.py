@@ -24,6 +24,7 @@ from .api import (  # noqa: E402
     session_config,
     set_options,
     stats,
+    wait_for_compiles,
 )
 from .config import Options  # noqa: E402
 from .convert import convert_saved_model  # noqa: E402
@@ -33,5 +34,5 @@ __version__ = "0.1.0"
 __all__ = [
     "Options", "clear_executable_cache", "disable", "enable", "explain", "is_enabled", "load_ops",
     "options", "reset_stats", "runtime_switches", "session_config", "set_options", "stats",
-    "convert_saved_model",
+    "convert_saved_model", "wait_for_compiles",
 ]

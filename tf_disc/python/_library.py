@@ -66,6 +66,8 @@ class OpLibrary:
         lib.DiscSetOptions.restype = ctypes.c_int32
         lib.DiscGetStats.argtypes = [ctypes.c_char_p, ctypes.c_int64]
         lib.DiscGetStats.restype = ctypes.c_int64
+        lib.DiscCompilesInFlight.argtypes = []
+        lib.DiscCompilesInFlight.restype = ctypes.c_int64
         lib.DiscResetStats.argtypes = []
         lib.DiscResetStats.restype = None
         lib.DiscClearExecutableCache.argtypes = []
@@ -96,6 +98,9 @@ class OpLibrary:
             if needed < size:
                 return json.loads(buf.value.decode())
             size = needed + 1
+
+    def compiles_in_flight(self) -> int:
+        return int(self._c.DiscCompilesInFlight())
 
     def reset_stats(self) -> None:
         self._c.DiscResetStats()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from typing import Any, Iterator, Optional
 
 from . import _compile_bridge, _library, config
@@ -46,6 +47,7 @@ def load_ops() -> Any:
     with _session.lock:
         if _session.library is None:
             _session.library = _library.load()
+            _session.push_options()  # the environment's (self_guard, ...); clustering stays off
         return _session.library.ops
 
 
@@ -53,7 +55,8 @@ def enable(**options: Any) -> None:
     """Optimizes every tf.function and TF1 Session graph built from now on.
 
     Options (see blade_disc_tf.config): cache_dir, dump_dir, min_cluster_size,
-    cxx, async_compile, compile_timeout_s, forbid_compile, fast_math, target_isa."""
+    cxx, async_compile, compile_timeout_s, forbid_compile, self_guard, fast_math,
+    target_isa."""
     with _session.lock:
         _session.options = _session.options.replace(**options)
         _session.attach_compiler()
@@ -106,7 +109,8 @@ def session_config(config_proto: Any = None, min_cluster_size: Optional[int] = N
 
 def stats() -> dict:
     """Per-cluster counters: runs, compiles, disk_cache_hits, cache_hits,
-    fallbacks and their reasons, compile_seconds; plus optimizer counters
+    fallbacks and their reasons, compile_seconds, self_guard (calls the
+    self-guard ran in TF and its choice per key and size bucket); plus optimizer counters
     (with ops_left_in_tf: op type -> count of compute ops the optimizer left
     outside clusters), loaded_executables (libraries held by live graphs'
     kernels), embedded_tiers (embedded executables loaded, per ISA tier) and
@@ -115,6 +119,21 @@ def stats() -> dict:
     if _session.library is None:
         return {"clusters": {}, "optimizer": {}, "loaded_executables": 0}
     return _session.library.stats()
+
+
+def wait_for_compiles(timeout_s: float = 600.0) -> bool:
+    """Blocks until no compile is in flight (with async_compile, the calls
+    meanwhile run in TF); True when none is, False after timeout_s.  For
+    warm-ups before timing, and for a server that wants compiled code before
+    it takes traffic."""
+    if _session.library is None:
+        return True
+    deadline = time.monotonic() + timeout_s
+    while _session.library.compiles_in_flight() > 0:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def reset_stats() -> None:

@@ -7,9 +7,10 @@ variables, and the options `enable()` takes.  Nothing else reads os.environ.
 | DISC_DUMP_DIR            | dump_dir           | unset (no dumps)                 |
 | DISC_MIN_CLUSTER_SIZE    | min_cluster_size   | 2                                |
 | DISC_CXX                 | cxx                | $CXX or c++                      |
-| DISC_ASYNC_COMPILE       | async_compile      | 0                                |
+| DISC_ASYNC_COMPILE       | async_compile      | 1 (0: a call that needs a compile waits for it) |
 | DISC_COMPILE_TIMEOUT_S   | compile_timeout_s  | 600                              |
 | DISC_FORBID_COMPILE      | forbid_compile     | 0 (1: never run the system compiler, e.g. to prove a cache hit) |
+| DISC_SELF_GUARD          | self_guard         | 1 (0: never route a compiled cluster's calls back to TF, README "Self-guard") |
 | DISC_FAST_MATH           | fast_math          | "" (off; "bf16": float GEMMs and convolutions round their operands to bf16, README "Fast math") |
 | DISC_TARGET_ISA          | target_isa         | "" (the CPU's tier; "x86-64-v2", "avx2", "avx512", "avx512_bf16" or "avx512_amx": generated code for at most that tier) |
 
@@ -63,9 +64,13 @@ class Options:
     dump_dir: Optional[str] = None
     min_cluster_size: int = 2
     cxx: str = "c++"
-    async_compile: bool = False
+    # On: a call whose key is compiling runs in TF instead of waiting.
+    async_compile: bool = True
     compile_timeout_s: float = 600.0
     forbid_compile: bool = False
+    # Calls of a key and size where TF's own ops measure faster run in TF
+    # (tf_disc/ops/self_guard.h); off for reproducible timings and counts.
+    self_guard: bool = True
     # Off by default: an executable's GEMM precision is part of its cache key.
     fast_math: str = ""
     # "" or an x86-64 tier: generated code for at most that tier.
@@ -89,6 +94,7 @@ class Options:
             "dump_dir": self.dump_dir or "",
             "async_compile": bool(self.async_compile),
             "compile_timeout_s": float(self.compile_timeout_s),
+            "self_guard": bool(self.self_guard),
             "fast_math": self.fast_math,
             "target_isa": self.target_isa,
         }
@@ -102,9 +108,10 @@ def from_environment(env: Optional[Mapping[str, str]] = None) -> Options:
         dump_dir=env.get("DISC_DUMP_DIR") or None,
         min_cluster_size=int(env.get("DISC_MIN_CLUSTER_SIZE", "2")),
         cxx=env.get("DISC_CXX") or env.get("CXX") or "c++",
-        async_compile=_flag(env.get("DISC_ASYNC_COMPILE", "0")),
+        async_compile=_flag(env.get("DISC_ASYNC_COMPILE", "1")),
         compile_timeout_s=float(env.get("DISC_COMPILE_TIMEOUT_S", "600")),
         forbid_compile=_flag(env.get("DISC_FORBID_COMPILE", "0")),
+        self_guard=_flag(env.get("DISC_SELF_GUARD", "1")),
         fast_math=env.get("DISC_FAST_MATH", ""),
         target_isa=env.get("DISC_TARGET_ISA", ""),
     )

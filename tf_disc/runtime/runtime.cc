@@ -10,6 +10,7 @@
 #include "tf_disc/runtime/conv_bf16.h"
 #include "tf_disc/runtime/gemm.h"
 #include "tf_disc/runtime/kernel_dispatch.h"
+#include "tf_disc/runtime/switches.h"
 
 namespace tf_disc {
 
@@ -179,7 +180,9 @@ void KernelRuntime::SetError(void* self_ptr, int32_t code,
 }
 
 // The intra-op pool as (threads, Eigen pool, parallel_for) for gemm.cc and
-// window.cc; one thread and no pool when TF gives none.
+// window.cc; one thread and no pool when TF gives none, or under
+// DISC_KERNEL_THREADS=1 (a benchmark switch: library kernels on one thread,
+// the deliberately slowed policy the self-guard is measured against).
 struct PoolView {
   int threads = 1;
   void* eigen_pool = nullptr;
@@ -189,7 +192,8 @@ struct PoolView {
 static PoolView ViewPool(OpKernelContext* ctx) {
   auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
   PoolView v;
-  if (workers != nullptr && workers->workers != nullptr && workers->num_threads > 1) {
+  if (workers != nullptr && workers->workers != nullptr && workers->num_threads > 1 &&
+      RuntimeSwitchValue(RuntimeSwitch::kKernelThreads) != '1') {
     v.threads = workers->num_threads;
     v.eigen_pool = static_cast<void*>(workers->workers->AsEigenThreadPool());
   }

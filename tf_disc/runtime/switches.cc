@@ -10,7 +10,7 @@ namespace {
 constexpr const char* kNames[] = {"DISC_GEMM_SKINNY", "DISC_GEMM_EPILOGUE", "DISC_CONV_DIRECT",
                                   "DISC_CONV_TRANSPOSE_COL2IM", "DISC_GEMM_PACKED",
                                   "DISC_GEMM_PREPACK", "DISC_GEMM_MULTI",
-                                  "DISC_GEMM_BF16"};
+                                  "DISC_GEMM_BF16", "DISC_KERNEL_THREADS"};
 constexpr int kCount = sizeof(kNames) / sizeof(kNames[0]);
 
 std::atomic<char> values[kCount];
@@ -47,6 +47,18 @@ const std::string& MaxCpuIsaSetting() {
     return new std::string(v == nullptr ? "" : v);
   }();
   return *value;
+}
+
+bool SelfGuardSetting() {
+  static const bool on = [] {
+    const char* v = std::getenv("DISC_SELF_GUARD");
+    if (v == nullptr) return true;
+    for (const char* off : {"0", "false", "off", "no", "FALSE", "OFF", "NO", "False"}) {
+      if (std::strcmp(v, off) == 0) return false;
+    }
+    return true;
+  }();
+  return on;
 }
 
 void ReloadRuntimeSwitches() {
