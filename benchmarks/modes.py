@@ -92,19 +92,12 @@ def disc_fallbacks() -> Dict[str, int]:
 
 
 def wait_for_async_compiles(timeout_s: float = 900.0) -> None:
-    """Blocks until every cluster key seen has an executable (compiled or
-    loaded), so that the steady passes of the async mode measure it."""
+    """Blocks until no compile is in flight (disc.wait_for_compiles), so that
+    the steady passes of the async mode measure the executables."""
     import blade_disc_tf as disc
 
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        clusters = disc.stats()["clusters"].values()
-        if all(c["compiles"] + c["disk_cache_hits"] + sum(
-                n for reason, n in c["fallback_reasons"].items() if reason != "compiling")
-               >= len(c["keys"]) for c in clusters):
-            return
-        time.sleep(0.2)
-    raise TimeoutError("async compiles did not finish")
+    if not disc.wait_for_compiles(timeout_s):
+        raise TimeoutError("async compiles did not finish")
 
 
 def first_call_launches(fn: Callable[..., object], request: Request) -> Tuple[int, object]:

@@ -65,7 +65,10 @@ int32_t DiscSetSupportTable(const char* json);
  *   {"enabled": bool            (plugin optimizer clusters; default false),
  *    "min_cluster_size": int    (default 2),
  *    "dump_dir": str            (optimizer writes graphs before/after; ""=off),
- *    "async_compile": bool      (run TF fallback while compiling; default false),
+ *    "async_compile": bool      (run TF fallback while compiling; default
+ *                               false here, Python's default pushes true),
+ *    "self_guard": bool         (route calls to TF where it measures faster,
+ *                               ops/self_guard.h; default DISC_SELF_GUARD, else true),
  *    "compile_timeout_s": float (default 600),
  *    "fast_math": "" | "bf16"  (float GEMMs and convolutions in bf16; default ""; cache keys
  *                               then end in "|fast_math=bf16"),

@@ -90,6 +90,11 @@ class DiscLaunchOp : public AsyncOpKernel {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("f", &f));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("const_args", &const_args_));
     OP_REQUIRES_OK(ctx, ctx->GetAttr("stable_args", &stable_args_));
+    for (int64_t i : stable_args_) {
+      if (i < 0) continue;
+      if (static_cast<size_t>(i) >= stable_input_.size()) stable_input_.resize(i + 1, false);
+      stable_input_[i] = true;
+    }
     std::vector<std::string> blobs;
     OP_REQUIRES_OK(ctx, ctx->GetAttr("executables", &blobs));
     function_ = f.name();
@@ -246,8 +251,7 @@ class DiscLaunchOp : public AsyncOpKernel {
   int GuardBucket(OpKernelContext* ctx) const {
     int64_t elements = 0;
     for (int i = 0; i < ctx->num_inputs(); ++i) {
-      bool stable = false;
-      for (int64_t s : stable_args_) stable = stable || s == i;
+      const bool stable = static_cast<size_t>(i) < stable_input_.size() && stable_input_[i];
       if (!stable) elements += ctx->input(i).NumElements();
     }
     return SelfGuard::Bucket(elements);
@@ -434,6 +438,7 @@ class DiscLaunchOp : public AsyncOpKernel {
   bool fast_math_changes_ = true;  // fast_math=bf16 can change the cluster's results
   std::vector<int64_t> const_args_;
   std::vector<int64_t> stable_args_;
+  std::vector<bool> stable_input_;  // by input index: listed in stable_args_
   PackedWeights packed_weights_{RecordPackedWeights};  // of stable_args_
   std::unique_ptr<FunctionFallback> fallback_;
   SelfGuard guard_;
