@@ -3,6 +3,7 @@ the graphs TensorFlow really ran (not our own counters)."""
 from __future__ import annotations
 
 import os
+import platform
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Tests count runs, cache hits and compiles: synchronous compiles and no
@@ -11,6 +12,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # inherit this.
 os.environ.setdefault("DISC_ASYNC_COMPILE", "0")
 os.environ.setdefault("DISC_SELF_GUARD", "0")
+# The reference is TF with its oneDNN kernels on every x86 CPU, as TF runs by
+# default where the CPU has AVX512_VNNI, AVX512_BF16 or AMX.  On other CPUs
+# (AVX2-only ones) TF's default Eigen kernels raise for graphs we compile
+# (dilated Conv2D backprops, depthwise convolutions with dilation or unequal
+# strides) and answer some edge cases otherwise (QuantizeV2's HALF_TO_EVEN
+# ranges, FusedBatchNormV3's reserve space shape): the expected values must
+# not depend on the CPU model.
+if platform.machine() in ("x86_64", "AMD64"):
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 
 import pytest  # noqa: E402
 

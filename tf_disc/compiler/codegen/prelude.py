@@ -57,14 +57,25 @@ template <class T> inline T disc_pmax(T a, T b) { return b > a ? b : a; }
 inline float disc_floor_small(float t) { return __builtin_floorf(t); }
 inline double disc_floor_small(double t) { return __builtin_floor(t); }
 
-// a * 2^e for integral-valued e, overflow/underflow safe (pldexp_generic).
+// An integral-valued double in [0, 2^52) as uint64, and a uint64 below 2^52
+// as double, through the bits of 2^52 + x: exact, and packed on AVX2 too,
+// which has no double <-> int64 conversion (GCC then left every loop using
+// them scalar).
+inline uint64_t disc_small_u64(double x) {
+  return disc_bits<uint64_t>(x + 4503599627370496.0) - 0x4330000000000000ull;
+}
+inline double disc_small_f64(uint64_t u) {
+  return disc_bits<double>(u | 0x4330000000000000ull) - 4503599627370496.0;
+}
+
+// a * 2^e for integral-valued e, overflow/underflow safe (pldexp_generic;
+// b = floor(e / 4) is its arithmetic shift e >> 2).
 inline double disc_ldexp_d(double a, double e) {
-  const int64_t ei = int64_t(disc_pmin(disc_pmax(e, -2099.0), 2099.0));
-  int64_t b = ei >> 2;
-  double c = disc_bits<double>(uint64_t(b + 1023) << 52);
+  const double ec = disc_pmin(disc_pmax(e, -2099.0), 2099.0);
+  const double b = __builtin_floor(ec * 0.25);
+  double c = disc_bits<double>(disc_small_u64(b + 1023.0) << 52);
   double out = a * c * c * c;
-  b = ei - 3 * b;
-  c = disc_bits<double>(uint64_t(b + 1023) << 52);
+  c = disc_bits<double>(disc_small_u64(ec - 3.0 * b + 1023.0) << 52);
   return out * c;
 }
 
@@ -199,7 +210,7 @@ inline double disc_frexp_d(double a, double& e) {
   const bool denorm = __builtin_fabs(a) < 2.2250738585072014e-308;
   const double na = denorm ? a * 9007199254740992.0 : a;
   const double off = denorm ? -1075.0 : -1022.0;
-  const double be = double(int64_t((disc_bits<uint64_t>(na) & 0x7fffffffffffffffull) >> 52));
+  const double be = disc_small_f64((disc_bits<uint64_t>(na) & 0x7fffffffffffffffull) >> 52);
   const bool special = (disc_bits<uint64_t>(a) & 0x7fffffffffffffffull) - 1u >=
                        0x7fefffffffffffffull;   // as disc_frexp_f
   const double m = disc_bits<double>((disc_bits<uint64_t>(na) & 0x800fffffffffffffull) |
