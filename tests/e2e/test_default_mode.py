@@ -60,3 +60,30 @@ def test_first_call_runs_in_tf_while_compiling(tmp_path):
     assert last["fallbacks"] == 1, last
     assert last["cache_hits"] + last["self_guard"]["tf_runs"] == 29, last
     assert out["worst"] < 1e-5, out
+    (record,) = last["compile_log"]
+    assert record["key"] in last["keys"] and record["compiled"], record
+    assert record["calls_in_tf"] == first["fallback_reasons"]["compiling"] == 1, record
+    assert abs(record["seconds"] - last["compile_seconds"]) < 1e-6, last
+
+
+def test_compile_log_of_sync_compiles_and_disk_cache_hits(disc):
+    """One record per compile: a sync compile ran no call in TF; after the
+    in-memory cache is cleared the same key is a disk-cache hit."""
+    import numpy as np
+    import tensorflow as tf
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def f(x):
+        return tf.exp(x) * 2.0 + 1.0
+
+    x = np.arange(5, dtype=np.float32)
+    f(x)
+    disc.clear_executable_cache()
+    f(x)
+    (c,) = disc.stats()["clusters"].values()
+    first, second = c["compile_log"]
+    assert first["compiled"] and not second["compiled"], c
+    assert first["key"] == second["key"] and first["key"] in c["keys"], c
+    assert first["calls_in_tf"] == second["calls_in_tf"] == 0, c
+    assert first["seconds"] > first["codegen_seconds"] > 0, c
+    assert c["compiles"] == c["disk_cache_hits"] == 1, c

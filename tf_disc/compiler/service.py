@@ -146,7 +146,9 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
             return {"ok": True, "path": os.path.abspath(hit), "compiled": False,
                     "seconds": secs}
         units = parallel_units(_allowed_cpus(), _runnable_tasks())
+        t_codegen = time.monotonic()
         library, sources = compile_to_units(request, fdef, dump_dir, fast_math, units)
+        codegen_secs = time.monotonic() - t_codegen
         path, compiled, key = build(
             sources, options.cache_dir, options.cxx, extra,
             options.forbid_compile, options.timeout_s,
@@ -155,10 +157,10 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         if rkey:
             request_index.record(os.path.dirname(path), rkey, key)
         secs = time.monotonic() - t0
-        log.info("cluster %s -> %s (compiled=%s, %.2fs)", request.get("function"), path,
-                 compiled, secs)
+        log.info("cluster %s -> %s (compiled=%s, %.2fs, %.2fs of them codegen)",
+                 request.get("function"), path, compiled, secs, codegen_secs)
         return {"ok": True, "path": os.path.abspath(path), "compiled": compiled,
-                "seconds": secs}
+                "seconds": secs, "codegen_seconds": codegen_secs}
     except CompileError as e:
         reason = str(e)
     except Exception as e:  # noqa: BLE001 - the contract is "never raise"

@@ -102,6 +102,8 @@ CompileReply InvokeCompileCallback(DiscCompileCallback cb,
                    compiled->as_bool();
   const json::Value* seconds = doc.Find("seconds");
   reply.seconds = (seconds && seconds->is_number()) ? seconds->as_number() : wall;
+  const json::Value* codegen = doc.Find("codegen_seconds");
+  reply.codegen_seconds = (codegen && codegen->is_number()) ? codegen->as_number() : 0.0;
   return reply;
 }
 

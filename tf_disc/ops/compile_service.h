@@ -17,6 +17,9 @@ struct CompileReply {
   std::string path;    // when ok
   bool compiled = false;
   double seconds = 0;
+  // Of seconds, the compiler's own passes (lowering, pipeline, codegen); the
+  // rest is the system compiler and the disk cache.
+  double codegen_seconds = 0;
 };
 
 void SetCompileCallback(DiscCompileCallback cb);

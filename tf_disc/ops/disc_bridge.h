@@ -82,7 +82,10 @@ int32_t DiscSetOptions(const char* json);
  *   {"clusters": {"<function>": {"runs": n, "compiles": n,
  *       "disk_cache_hits": n, "cache_hits": n, "fallbacks": n,
  *       "fallback_reasons": {"<reason>": n}, "compile_seconds": x,
- *       "keys": ["<key>", ...]}},
+ *       "compile_log": [{"key": "<key>", "compiled": b, "seconds": x,
+ *                        "codegen_seconds": x, "calls_in_tf": n}, ...],
+ *                       (the last 32 compiles)
+ *       "self_guard": {...}, "keys": ["<key>", ...]}},
  *    "optimizer": {"graphs_seen": n, "clusters_created": n}} */
 int64_t DiscGetStats(char* buf, int64_t cap);
 

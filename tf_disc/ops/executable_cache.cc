@@ -35,6 +35,7 @@ struct Entry {
   std::shared_ptr<const Executable> exe;
   std::string error;
   std::vector<Waiter> waiters;
+  int64_t calls_in_tf = 0;  // calls that ran in TF while this compiled (async)
 };
 
 class Cache {
@@ -61,7 +62,9 @@ class Cache {
               std::shared_ptr<const Executable> exe, const std::string& error);
   void Compile(std::string map_key, uint64_t generation, std::string function,
                std::string request, std::string fdef, FunctionStats* stats);
-  bool StillCompiling(const std::string& map_key, uint64_t generation);
+  // calls_in_tf, when given and still compiling: the entry's count so far.
+  bool StillCompiling(const std::string& map_key, uint64_t generation,
+                      int64_t* calls_in_tf = nullptr);
   void WatchDeadline(const std::string& map_key, uint64_t generation,
                      Clock::time_point deadline, double timeout_s);
   void TimeoutLoop();
@@ -119,6 +122,7 @@ bool Cache::Lookup(const LookupParams& p, const RequestFactory& make_request,
           return true;
         case State::kCompiling:
           if (p.async_compile) {
+            ++e.calls_in_tf;
             outcome->fallback_reason = "compiling";
             return true;
           }
@@ -130,6 +134,7 @@ bool Cache::Lookup(const LookupParams& p, const RequestFactory& make_request,
     Entry& e = entries_[map_key];
     e.function = *p.function;
     e.generation = generation;
+    e.calls_in_tf = p.async_compile ? 1 : 0;  // this call, if it does not wait
   }
   // This caller owns the compile of a new key.
   outcome->triggered_compile = true;
@@ -170,11 +175,14 @@ bool Cache::Lookup(const LookupParams& p, const RequestFactory& make_request,
   return false;
 }
 
-bool Cache::StillCompiling(const std::string& map_key, uint64_t generation) {
+bool Cache::StillCompiling(const std::string& map_key, uint64_t generation,
+                           int64_t* calls_in_tf) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(map_key);
-  return it != entries_.end() && it->second.generation == generation &&
-         it->second.state == State::kCompiling;
+  const bool compiling = it != entries_.end() && it->second.generation == generation &&
+                         it->second.state == State::kCompiling;
+  if (compiling && calls_in_tf != nullptr) *calls_in_tf = it->second.calls_in_tf;
+  return compiling;
 }
 
 void Cache::Compile(std::string map_key, uint64_t generation,
@@ -194,10 +202,14 @@ void Cache::Compile(std::string map_key, uint64_t generation,
   std::string load_error;
   std::shared_ptr<const Executable> exe =
       OwnLoadedExecutable(LoadExecutable(reply.path, &load_error));
-  if (!StillCompiling(map_key, generation)) return;  // late: discard
-  stats->RecordCompile(reply.compiled, reply.seconds);
+  int64_t calls_in_tf = 0;
+  if (!StillCompiling(map_key, generation, &calls_in_tf)) return;  // late: discard
+  const std::string key = map_key.substr(function.size() + 1);
+  stats->RecordCompile(key, reply.compiled, reply.seconds, reply.codegen_seconds, calls_in_tf);
   VLOG(1) << "DiscLaunch: " << function << (reply.compiled ? " compiled" : " disk-cache hit")
-          << " in " << reply.seconds << " s -> " << reply.path;
+          << " in " << reply.seconds << " s (" << reply.codegen_seconds
+          << " s of codegen), " << calls_in_tf
+          << " call(s) ran in TF meanwhile -> " << reply.path;
   if (!exe) {
     Finish(map_key, generation, nullptr, "load failed: " + load_error);
     return;

@@ -87,7 +87,8 @@ bool FunctionStats::RecordFallback(const std::string& reason) {
   return warned_reasons_.insert(reason).second;
 }
 
-void FunctionStats::RecordCompile(bool compiled, double seconds) {
+void FunctionStats::RecordCompile(const std::string& key, bool compiled, double seconds,
+                                  double codegen_seconds, int64_t calls_in_tf) {
   std::lock_guard<std::mutex> lock(mu_);
   if (compiled) {
     ++compiles_;
@@ -95,6 +96,8 @@ void FunctionStats::RecordCompile(bool compiled, double seconds) {
     ++disk_cache_hits_;
   }
   compile_seconds_ += seconds;
+  if (compile_log_.size() == kCompileLogSize) compile_log_.pop_front();
+  compile_log_.push_back({key, compiled, seconds, codegen_seconds, calls_in_tf});
 }
 
 void FunctionStats::RecordGuardTfRun() {
@@ -119,6 +122,7 @@ void FunctionStats::Reset() {
   cache_hits_.store(Tag(generation), std::memory_order_release);
   compiles_ = disk_cache_hits_ = fallbacks_ = 0;
   compile_seconds_ = 0;
+  compile_log_.clear();
   fallback_reasons_.clear();
   keys_.clear();
   guard_tf_runs_ = 0;
@@ -154,6 +158,22 @@ void FunctionStats::AppendJson(std::string* out) const {
   }
   *out += "}, ";
   AppendField("compile_seconds", json::FormatNumber(compile_seconds_), out);
+  *out += ", \"compile_log\": [";
+  for (size_t i = 0; i < compile_log_.size(); ++i) {
+    const CompileRecord& c = compile_log_[i];
+    *out += i ? ", {\"key\": " : "{\"key\": ";
+    json::AppendQuoted(c.key, out);
+    *out += ", ";
+    AppendField("compiled", c.compiled ? "true" : "false", out);
+    *out += ", ";
+    AppendField("seconds", json::FormatNumber(c.seconds), out);
+    *out += ", ";
+    AppendField("codegen_seconds", json::FormatNumber(c.codegen_seconds), out);
+    *out += ", ";
+    AppendField("calls_in_tf", std::to_string(c.calls_in_tf), out);
+    *out += "}";
+  }
+  *out += "]";
   *out += ", \"self_guard\": {";
   AppendField("tf_runs", std::to_string(guard_tf_runs_), out);
   *out += ", \"slots\": [";

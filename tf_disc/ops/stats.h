@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -36,8 +37,13 @@ class FunctionStats {
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   // Returns true the first time this reason is seen (for warn-once logs).
   bool RecordFallback(const std::string& reason);
-  // compiled: the system compiler ran (false: disk-cache hit).
-  void RecordCompile(bool compiled, double seconds);
+  // One finished compile of `key`: compiled (the system compiler ran;
+  // false: a disk-cache hit), its seconds (codegen_seconds of them in the
+  // compiler's own passes), and how many calls of the key ran
+  // in TF meanwhile (async compile).  The last kCompileLogSize are listed.
+  void RecordCompile(const std::string& key, bool compiled, double seconds,
+                     double codegen_seconds, int64_t calls_in_tf);
+  static constexpr size_t kCompileLogSize = 32;
 
   // The self-guard (self_guard.h) ran a call in TF.
   void RecordGuardTfRun();
@@ -68,6 +74,14 @@ class FunctionStats {
   std::atomic<uint64_t> generation_{0};
   int64_t fallbacks_ = 0;
   double compile_seconds_ = 0;
+  struct CompileRecord {
+    std::string key;
+    bool compiled;
+    double seconds;
+    double codegen_seconds;
+    int64_t calls_in_tf;
+  };
+  std::deque<CompileRecord> compile_log_;
   std::map<std::string, int64_t> fallback_reasons_;
   int64_t guard_tf_runs_ = 0;
   std::set<const SelfGuard*> guards_;

@@ -109,7 +109,10 @@ def session_config(config_proto: Any = None, min_cluster_size: Optional[int] = N
 
 def stats() -> dict:
     """Per-cluster counters: runs, compiles, disk_cache_hits, cache_hits,
-    fallbacks and their reasons, compile_seconds, self_guard (calls the
+    fallbacks and their reasons, compile_seconds, compile_log (per compile:
+    key, compiled or disk-cache hit, seconds, codegen seconds of them, calls
+    run in TF meanwhile),
+    self_guard (calls the
     self-guard ran in TF and its choice per key and size bucket); plus optimizer counters
     (with ops_left_in_tf: op type -> count of compute ops the optimizer left
     outside clusters), loaded_executables (libraries held by live graphs'
