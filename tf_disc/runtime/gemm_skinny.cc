@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "tf_disc/runtime/switches.h"
 
@@ -13,20 +14,26 @@ using FloatPacket = Eigen::internal::packet_traits<float>::type;
 constexpr int kPacket = Eigen::internal::unpacket_traits<FloatPacket>::size;
 
 // A register tile of C: kRows x kCols floats held in kRows * kCols / kPacket
-// accumulators (24 of AVX-512's 32 registers for both shapes).
+// accumulators, the tile shapes per vector width (this file is built once
+// per ISA tier): with AVX-512's 32 registers 24 accumulators; with AVX2's 16
+// twelve, leaving room for the row of B and the broadcast of A (a tile
+// sized for AVX-512 spills its accumulators on every k step there).
 template <int kRowsT, int kColsT>
 struct TileShape {
   static constexpr int kRows = kRowsT, kCols = kColsT, kPackets = kColsT / kPacket;
 };
+constexpr bool kWideVectors = kPacket >= 16;
 // m > 32: the wide tile, fewer broadcasts of A per FMA.
-using Wide = TileShape<6, 64>;
-// m <= 32: 8 rows cover m = 8 in one tile (6-row tiles read each piece of B
+using Wide = std::conditional_t<kWideVectors, TileShape<6, 64>, TileShape<6, 16>>;
+// m <= 32 (AVX-512): 8 rows cover m = 8 in one tile (6-row tiles read each piece of B
 // twice from L1 and run a 2-row tail tile at a third of the FMA rate), and
 // 16, 24, 32 with no tail: 1-thread medians (benchmarks/gemm_skinny.py,
 // weights streamed from DRAM) took 0.65-0.8x the 6 x 64 tile's time at m = 8
 // (16-20 GB/s of weight against 12-15), 0.83-0.91x at m = 16, 0.78-1.0x at
 // m = 24 and 32; at m = 40..64 neither tile won on all shapes.
-using Narrow = TileShape<8, 32>;
+// With AVX2 the 6 x 16 tile for every m: narrower 4 x 24 tiles read each
+// piece of B from L1 more often and measured slower at every m.
+using Narrow = std::conditional_t<kWideVectors, TileShape<8, 32>, Wide>;
 constexpr int64_t kChunk = 128;  // rows of B per pass: kChunk x 64 floats = 32 KiB
 
 // C[r0:r0+R, c0:c0+kCols] (+)= A[r0:r0+R, k0:k1] B[k0:k1, c0:...]; the
