@@ -27,7 +27,6 @@
 #include <thread>
 #include <vector>
 
-#include <immintrin.h>
 
 #include "driver_host.h"
 #include "driver_util.h"

@@ -57,6 +57,10 @@ class Cache {
   static std::string MapKey(const std::string& fn, const std::string& key) {
     return fn + '\n' + key;
   }
+  // The key part of a MapKey of function fn.
+  static std::string KeyOf(const std::string& map_key, const std::string& fn) {
+    return map_key.substr(fn.size() + 1);
+  }
   // Resolves a finished compile attempt unless it timed out or was cleared.
   void Finish(const std::string& map_key, uint64_t generation,
               std::shared_ptr<const Executable> exe, const std::string& error);
@@ -204,8 +208,8 @@ void Cache::Compile(std::string map_key, uint64_t generation,
       OwnLoadedExecutable(LoadExecutable(reply.path, &load_error));
   int64_t calls_in_tf = 0;
   if (!StillCompiling(map_key, generation, &calls_in_tf)) return;  // late: discard
-  const std::string key = map_key.substr(function.size() + 1);
-  stats->RecordCompile(key, reply.compiled, reply.seconds, reply.codegen_seconds, calls_in_tf);
+  stats->RecordCompile(KeyOf(map_key, function), reply.compiled, reply.seconds,
+                       reply.codegen_seconds, calls_in_tf);
   VLOG(1) << "DiscLaunch: " << function << (reply.compiled ? " compiled" : " disk-cache hit")
           << " in " << reply.seconds << " s (" << reply.codegen_seconds
           << " s of codegen), " << calls_in_tf

@@ -161,7 +161,8 @@ void FunctionStats::AppendJson(std::string* out) const {
   *out += ", \"compile_log\": [";
   for (size_t i = 0; i < compile_log_.size(); ++i) {
     const CompileRecord& c = compile_log_[i];
-    *out += i ? ", {\"key\": " : "{\"key\": ";
+    if (i) *out += ", ";
+    *out += "{\"key\": ";
     json::AppendQuoted(c.key, out);
     *out += ", ";
     AppendField("compiled", c.compiled ? "true" : "false", out);

@@ -111,9 +111,8 @@ def stats() -> dict:
     """Per-cluster counters: runs, compiles, disk_cache_hits, cache_hits,
     fallbacks and their reasons, compile_seconds, compile_log (per compile:
     key, compiled or disk-cache hit, seconds, codegen seconds of them, calls
-    run in TF meanwhile),
-    self_guard (calls the
-    self-guard ran in TF and its choice per key and size bucket); plus optimizer counters
+    run in TF meanwhile), self_guard (calls the self-guard ran in TF and its
+    choice per key and size bucket); plus optimizer counters
     (with ops_left_in_tf: op type -> count of compute ops the optimizer left
     outside clusters), loaded_executables (libraries held by live graphs'
     kernels), embedded_tiers (embedded executables loaded, per ISA tier) and
