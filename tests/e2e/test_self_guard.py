@@ -1,16 +1,18 @@
 """The self-guard (tf_disc/ops/self_guard.h) end to end: a cluster made slow
-on purpose (DISC_KERNEL_THREADS=1: its GEMM on one thread while TF's MatMul
-uses the whole intra-op pool) is routed to TF's own ops, every answer still
-TF's, one compile; with the guard off no call runs in TF.  The routing policy
-itself is checked on made-up times in tests/cpp_layer/test_self_guard.py."""
+on purpose (its kernels built at -O0 through a compiler wrapper, tens of
+times slower than TF's vectorized ops on any CPU) is routed to TF's own ops,
+every answer still TF's, one compile; with the guard off no call runs in TF.
+The routing policy itself is checked on made-up times in
+tests/cpp_layer/test_self_guard.py.
+
+Each test's function differs from the others' (a constant), so a kernel a
+failed test left alive never reports into another test's cluster."""
 import os
+import stat
 
 import numpy as np
 import pytest
 import tensorflow as tf
-
-pytestmark = pytest.mark.skipif((os.cpu_count() or 1) < 2,
-                                reason="one core: TF's MatMul is single-threaded too")
 
 
 def _model(seed: int):
@@ -18,9 +20,17 @@ def _model(seed: int):
 
     @tf.function(input_signature=[tf.TensorSpec([None, 768], tf.float32)])
     def layer(x):
-        return tf.nn.relu(tf.matmul(x, w) + 1.0) * 0.5
+        return tf.nn.relu(tf.matmul(x, w) + float(seed)) * 0.5
 
     return layer
+
+
+def _unoptimized_cxx(tmp_path) -> str:
+    """A compiler command that builds at -O0 (the last -O wins)."""
+    path = tmp_path / "cxx_O0"
+    path.write_text('#!/bin/sh\nexec c++ "$@" -O0\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
 
 
 def _cluster(stats: dict) -> dict:
@@ -29,15 +39,27 @@ def _cluster(stats: dict) -> dict:
     return cluster
 
 
-def test_slowed_cluster_routed_to_tf(disc):
-    disc.set_options(self_guard=True, min_cluster_size=1)
+def _elementwise_model(offset: float):
+    """Elementwise math only: at -O0 every op is a scalar call chain, while
+    TF's kernels are vectorized."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 768], tf.float32)])
+    def layer(x):
+        for _ in range(4):
+            x = tf.tanh(x) * 1.5 + tf.exp(-x * x) - offset
+        return x
+
+    return layer
+
+
+def test_slowed_cluster_routed_to_tf(disc, tmp_path):
+    disc.set_options(self_guard=True, min_cluster_size=1, cxx=_unoptimized_cxx(tmp_path))
     try:
-        layer = _model(0)
-        x = np.random.default_rng(1).standard_normal((1024, 768)).astype(np.float32)
+        layer = _elementwise_model(0.25)
+        x = np.random.default_rng(1).standard_normal((512, 768)).astype(np.float32)
         want = layer.python_function(tf.constant(x)).numpy()
-        with disc.runtime_switches(DISC_KERNEL_THREADS="1"):
-            for _ in range(60):
-                np.testing.assert_allclose(layer(x).numpy(), want, rtol=1e-4, atol=1e-4)
+        for _ in range(60):
+            np.testing.assert_allclose(layer(x).numpy(), want, rtol=1e-4, atol=1e-4)
         cluster = _cluster(disc.stats())
         assert cluster["compiles"] == 1, cluster
         (slot,) = cluster["self_guard"]["slots"]
@@ -47,22 +69,23 @@ def test_slowed_cluster_routed_to_tf(disc):
         assert cluster["self_guard"]["tf_runs"] >= 40, cluster
         assert cluster["runs"] == 60 and cluster["fallbacks"] == 0, cluster
     finally:
-        disc.set_options(self_guard=False, min_cluster_size=2)
+        disc.set_options(self_guard=False, min_cluster_size=2, cxx="c++")
 
 
-def test_guard_off_never_runs_tf(disc):
-    disc.set_options(min_cluster_size=1)  # the fixture turns the guard off
+def test_guard_off_never_runs_tf(disc, tmp_path):
+    """The same slow build as above: with the guard off every call runs it."""
+    # the fixture turns the guard off
+    disc.set_options(min_cluster_size=1, cxx=_unoptimized_cxx(tmp_path))
     try:
-        layer = _model(2)
+        layer = _elementwise_model(0.5)
         x = np.random.default_rng(3).standard_normal((256, 768)).astype(np.float32)
-        with disc.runtime_switches(DISC_KERNEL_THREADS="1"):
-            for _ in range(20):
-                layer(x)
+        for _ in range(20):
+            layer(x)
         cluster = _cluster(disc.stats())
         assert cluster["self_guard"] == {"tf_runs": 0, "slots": []}, cluster
         assert cluster["cache_hits"] == 19, cluster
     finally:
-        disc.set_options(min_cluster_size=2)
+        disc.set_options(min_cluster_size=2, cxx="c++")
 
 
 def test_guard_sizes_are_buckets(disc):
