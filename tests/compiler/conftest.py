@@ -14,9 +14,9 @@ from .harness import Executable  # noqa: E402
 class Compiler:
     """Compiles concrete tf.functions once per (function, signature)."""
 
-    def __init__(self, cache_dir: str) -> None:
+    def __init__(self, cache_dir: str, target: str = "cpu") -> None:
         from blade_disc_tf.compiler.options import CompileOptions
-        self.options = CompileOptions(cache_dir=cache_dir)
+        self.options = CompileOptions(cache_dir=cache_dir, target=target)
         self.memo: dict = {}
 
     def request(self, concrete, values=None) -> tuple[dict, bytes]:
@@ -48,3 +48,9 @@ class Compiler:
 @pytest.fixture(scope="session")
 def compiler(tmp_path_factory) -> Compiler:
     return Compiler(str(tmp_path_factory.mktemp("disc_cache")))
+
+
+@pytest.fixture(scope="session")
+def reference_compiler(tmp_path_factory) -> Compiler:
+    """Compiles for the scalar reference target (target/cpu.py)."""
+    return Compiler(str(tmp_path_factory.mktemp("disc_cache_reference")), "cpu_reference")

@@ -12,6 +12,9 @@ from blade_disc_tf.compiler.frontend import lower_graph, parse_function_def
 from blade_disc_tf.compiler.options import CompileOptions
 from blade_disc_tf.compiler.passes.pipeline import run_pipeline
 from blade_disc_tf.compiler.service import compile_request
+from blade_disc_tf.compiler.target import get_target
+
+CPU_PASSES = get_target("cpu").passes()
 
 from .harness import DiscError, Executable
 
@@ -31,7 +34,7 @@ def _source(fn, specs, static):
     req, fdef = _request(fn, specs)
     g = parse_function_def(fdef)
     g.static_dims = static
-    return generate_source(run_pipeline(lower_graph(g, req["inputs"])))
+    return generate_source(run_pipeline(lower_graph(g, req["inputs"]), CPU_PASSES))
 
 
 def bias_gelu(x, b):

@@ -10,6 +10,9 @@ import tensorflow as tf
 from blade_disc_tf.compiler.codegen.source import generate_source
 from blade_disc_tf.compiler.frontend import lower_graph, parse_function_def
 from blade_disc_tf.compiler.passes.pipeline import run_pipeline
+from blade_disc_tf.compiler.target import get_target
+
+CPU_PASSES = get_target("cpu").passes()
 
 from .prelude_loops import compile_loops, float_map, map_loops
 
@@ -117,7 +120,7 @@ def _kernel_source(fn, dtype) -> str:
     fdef = tf.function(fn, input_signature=[spec]).get_concrete_function().function_def
     func = lower_graph(parse_function_def(fdef.SerializeToString()),
                        [{"dtype": dtype.as_datatype_enum, "rank": 2, "value": None}])
-    return generate_source(run_pipeline(func))
+    return generate_source(run_pipeline(func, CPU_PASSES))
 
 
 @pytest.mark.parametrize("dtype,fast", [(tf.float32, True), (tf.float16, True),

@@ -10,6 +10,9 @@ from blade_disc_tf.compiler.ir.verifier import verify
 from blade_disc_tf.compiler.passes.dce import dce
 from blade_disc_tf.compiler.passes.fold_transpose import fold_transposes, permutation_of
 from blade_disc_tf.compiler.passes.pipeline import run_pipeline
+from blade_disc_tf.compiler.target import get_target
+
+CPU_PASSES = get_target("cpu").passes()
 
 QK_IR = """func @f(%arg0: f32[s0,s1,4,8], %arg1: f32[s0,s2,4,8]) {
   %v0 = view(%arg0) {"base": "0","strides": ["mul(32,s1)","8","32","1"]} : f32[s0,4,s1,8]
@@ -81,7 +84,7 @@ def test_reshape_of_a_buffer_is_an_alias():
   return(%v2, %v3)
 }
 """
-    func = run_pipeline(parse_func(text))
+    func = run_pipeline(parse_func(text), CPU_PASSES)
     assert [o.name for o in func.ops] == ["dot", "reshape", "fusion", "dot"]
     alias, copy, second = func.ops[1:]
     assert second.operands == [alias.result, alias.result]

@@ -10,7 +10,11 @@ from blade_disc_tf.compiler.passes.cse import cse
 from blade_disc_tf.compiler.passes.dce import dce
 from blade_disc_tf.compiler.passes.fusion import fuse
 from blade_disc_tf.compiler.passes.outputs import materialize_outputs
-from blade_disc_tf.compiler.passes.pipeline import PIPELINE, run_pipeline
+from blade_disc_tf.compiler.passes.pipeline import run_pipeline
+from blade_disc_tf.compiler.target import get_target
+from blade_disc_tf.compiler.target.cpu import cheap_to_recompute
+
+CPU_PASSES = get_target("cpu").passes()
 
 SNIPPET = """
 func @f(%arg0: f32[s0,s1], %arg1: f32[s2]) {"ret_names": ["a","b"]} {
@@ -41,7 +45,7 @@ def test_round_trip():
 
 
 def test_round_trip_after_full_pipeline():
-    f = run_pipeline(p(SNIPPET))
+    f = run_pipeline(p(SNIPPET), CPU_PASSES)
     text = print_func(f)
     assert "fusion(" in text and "yield(" in text
     assert print_func(p(text)) == text
@@ -112,7 +116,7 @@ func @g(%arg0: f32[s0]) {
 
 def test_fusion_groups_by_shape_and_level():
     f = p(SNIPPET)
-    for name, fn in PIPELINE[:3]:
+    for name, fn in CPU_PASSES[:3]:
         f = verify(fn(f))
     f = verify(materialize_outputs(f))
     f = verify(fuse(f))
@@ -131,11 +135,11 @@ def test_fusion_groups_by_shape_and_level():
 
 
 def test_pipeline_dumps(tmp_path):
-    run_pipeline(p(SNIPPET), str(tmp_path))
+    run_pipeline(p(SNIPPET), CPU_PASSES, str(tmp_path))
     for d in (tmp_path, tmp_path / "speculated"):   # the general and the speculated version
         names = sorted(x.name for x in d.iterdir() if x.is_file())
         assert names[0] == "ir_00_input.mlir"
-        assert len(names) == len(PIPELINE) + 1
+        assert len(names) == len(CPU_PASSES) + 1
 
 
 def _breaks_types(func):
@@ -157,19 +161,20 @@ def test_pipeline_verifies_the_result_or_every_pass(verify_each, blamed):
     verify_each (and dumping) checks every step and names the faulty one."""
     steps = [("canonicalize", canonicalize), ("broken", _breaks_types), ("dce", dce)]
     with pytest.raises(VerifyError, match=blamed):
-        run_pipeline(p(SNIPPET), passes=steps, verify_each=verify_each)
-    assert run_pipeline(p(SNIPPET), passes=[("canonicalize", canonicalize), ("dce", dce)]).ops
+        run_pipeline(p(SNIPPET), steps, verify_each=verify_each, speculated=False)
+    assert run_pipeline(p(SNIPPET), [("canonicalize", canonicalize), ("dce", dce)],
+                        speculated=False).ops
 
 
 def test_sink_broadcasts_then_single_kernel():
     from blade_disc_tf.compiler.passes.sink_broadcasts import sink_broadcasts
-    f = verify(sink_broadcasts(p(SNIPPET)))
+    f = verify(sink_broadcasts(p(SNIPPET), cheap=cheap_to_recompute))
     names = [op.name for op in f.ops]
     # multiply now runs at the broadcast shape on broadcast operands.
     mul = f.ops[names.index("multiply")]
     assert mul.result.shape == ("s0", "bcast(s1,s2)")
     assert all(v.name != "v2" for op in f.ops for v in op.operands)
-    g = run_pipeline(p(SNIPPET))
+    g = run_pipeline(p(SNIPPET), CPU_PASSES)
     fusions = [op for op in g.general.ops if op.name == "fusion"]
     assert sorted(op.attrs["buffers"] for op in fusions) == [["out:0"], ["out:1"]]
     # speculated (s2 == s1): one kernel writes both outputs
@@ -185,4 +190,4 @@ func @g(%arg0: f32[s0], %arg1: f32[s1,s0]) {
   %v2 = add(%v1, %arg1) : f32[s1,s0]
   return(%v2)
 }""")
-    assert print_func(verify(sink_broadcasts(f))) == print_func(f)
+    assert print_func(verify(sink_broadcasts(f, cheap=cheap_to_recompute))) == print_func(f)

@@ -3,6 +3,10 @@ two row kernels is recomputed in each instead of written out by the first."""
 from blade_disc_tf.compiler.ir import parse_func, print_func, verify
 from blade_disc_tf.compiler.passes.pipeline import run_pipeline
 from blade_disc_tf.compiler.passes.rematerialize import rematerialize_broadcasts
+from blade_disc_tf.compiler.target import get_target
+from blade_disc_tf.compiler.target.cpu import cheap_to_recompute
+
+CPU_PASSES = get_target("cpu").passes()
 
 # Two softmaxes (two attention layers) over the same masked bias and the
 # same broadcast +inf: what CSE leaves of a 2-layer encoder.
@@ -38,7 +42,7 @@ def _producers(func, name):
 
 
 def test_second_user_gets_its_own_chain():
-    func = verify(rematerialize_broadcasts(verify(parse_func(TWO_LAYERS))))
+    func = verify(rematerialize_broadcasts(verify(parse_func(TWO_LAYERS)), cheap_to_recompute))
     # mask product (2 broadcasts + multiply) and the +inf broadcast, twice each
     assert len(_producers(func, "multiply")) == 2
     assert len(_producers(func, "broadcast_in_dim")) == 2 * 3 + 2   # + two identity-shaped
@@ -60,7 +64,7 @@ def test_nothing_shared_is_unchanged():
 }
 """
     func = parse_func(text)
-    assert print_func(rematerialize_broadcasts(func)) == print_func(func)
+    assert print_func(rematerialize_broadcasts(func, cheap_to_recompute)) == print_func(func)
 
 
 def test_full_size_values_and_expensive_ops_stay_shared():
@@ -75,7 +79,7 @@ def test_full_size_values_and_expensive_ops_stay_shared():
   return(%v4, %v5)
 }
 """
-    func = verify(rematerialize_broadcasts(parse_func(text)))
+    func = verify(rematerialize_broadcasts(parse_func(text), cheap_to_recompute))
     names = [op.name for op in func.ops]
     assert names.count("exponential") == 1 and names.count("add") == 1
     assert names.count("broadcast_in_dim") == 2   # %v0 for the exp, its copy for the add
@@ -85,7 +89,7 @@ def test_softmax_stitches_write_only_their_result():
     """Through the whole pipeline: each softmax row kernel has one output
     (before: the first also wrote the mask product and the +inf broadcast
     at [B, H, S, S] for the second to read)."""
-    func = run_pipeline(parse_func(TWO_LAYERS))
+    func = run_pipeline(parse_func(TWO_LAYERS), CPU_PASSES)
     stitches = _producers(func, "stitch")
     assert len(stitches) == 2, [op.name for op in func.ops]
     assert [len(op.results) for op in stitches] == [1, 1]

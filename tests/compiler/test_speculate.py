@@ -9,6 +9,9 @@ from blade_disc_tf.compiler.ir.parser import parse_func
 from blade_disc_tf.compiler.ir.verifier import verify
 from blade_disc_tf.compiler.passes.pipeline import run_pipeline
 from blade_disc_tf.compiler.passes.speculate import speculate
+from blade_disc_tf.compiler.target import get_target
+
+CPU_PASSES = get_target("cpu").passes()
 
 from .harness import DiscError
 
@@ -38,7 +41,7 @@ def test_gate_speculation_merges_broadcast_dims():
 
 
 def test_gate_is_one_kernel_when_speculated():
-    func = run_pipeline(parse_func(GATE_IR))
+    func = run_pipeline(parse_func(GATE_IR), CPU_PASSES)
     assert [o.name for o in func.ops] == ["fusion"]
     general = [o.name for o in func.general.ops if o.name == "fusion"]
     # logistic is materialized before its broadcast; tanh (as cheap as a
@@ -74,7 +77,7 @@ def test_copy_dropped_when_it_saves_no_kernel():
 }
 """
     assert speculate(parse_func(bias_add)) is not None
-    func = run_pipeline(parse_func(bias_add))   # one loop kernel either way
+    func = run_pipeline(parse_func(bias_add), CPU_PASSES)   # one loop kernel either way
     assert func.general is None and "speculated" not in func.attrs
 
 

@@ -12,6 +12,7 @@ from blade_disc_tf.compiler.codegen.source import (generate_library, generate_so
 from blade_disc_tf.compiler.errors import CompileError
 from blade_disc_tf.compiler import service
 from blade_disc_tf.compiler.service import _lower, parallel_units
+from blade_disc_tf.compiler.target import get_target
 
 from .harness import Executable
 
@@ -52,7 +53,7 @@ def _func(fn, specs):
               for t in concrete.inputs]
     req = {"function": "f", "key": "k", "inputs": inputs}
     outs = [t.dtype.as_numpy_dtype for t in concrete.outputs]
-    return _lower(req, concrete.function_def.SerializeToString(), None, ""), outs
+    return _lower(req, concrete.function_def.SerializeToString(), None, "", get_target("cpu")), outs
 
 
 @pytest.fixture

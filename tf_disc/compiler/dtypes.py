@@ -1,8 +1,8 @@
-"""The one table of element types: TF DataType enum <-> IR name <-> C++ type
-<-> numpy dtype.  QINT8 is storage only: just QuantizeV2/Dequantize accept
-it, converting at once.  F16/BF16 are storage types too: ops compute them in
-float32 (ops/half.py), so generated code only loads, stores and converts
-them (bfloat16 as the prelude's disc_bf16: GCC 12 has no bf16 arithmetic)."""
+"""The one table of element types: TF DataType enum <-> IR name <-> numpy
+dtype (each target maps them to its own types, e.g. codegen/c_types.py).
+QINT8 is storage only: just QuantizeV2/Dequantize accept it, converting at
+once.  F16/BF16 are storage types too: ops compute them in float32
+(ops/half.py), so generated code only loads, stores and converts them."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,7 +16,6 @@ class DType:
     name: str        # IR spelling (MLIR style)
     tf_enum: int     # tensorflow DataType value
     tf_name: str     # DT_* name without prefix, for messages
-    ctype: str       # C++ element type in generated code
     np: type         # numpy scalar type
 
     @property
@@ -36,14 +35,14 @@ class DType:
         return np.dtype(self.np).itemsize
 
 
-F32 = DType("f32", 1, "float", "float", np.float32)
-F64 = DType("f64", 2, "double", "double", np.float64)
-I32 = DType("i32", 3, "int32", "int32_t", np.int32)
-I64 = DType("i64", 9, "int64", "int64_t", np.int64)
-BOOL = DType("i1", 10, "bool", "bool", np.bool_)
-QINT8 = DType("qi8", 11, "qint8", "int8_t", np.int8)
-F16 = DType("f16", 19, "half", "_Float16", np.float16)
-BF16 = DType("bf16", 14, "bfloat16", "disc_bf16", ml_dtypes.bfloat16)
+F32 = DType("f32", 1, "float", np.float32)
+F64 = DType("f64", 2, "double", np.float64)
+I32 = DType("i32", 3, "int32", np.int32)
+I64 = DType("i64", 9, "int64", np.int64)
+BOOL = DType("i1", 10, "bool", np.bool_)
+QINT8 = DType("qi8", 11, "qint8", np.int8)
+F16 = DType("f16", 19, "half", np.float16)
+BF16 = DType("bf16", 14, "bfloat16", ml_dtypes.bfloat16)
 HALF = (F16, BF16)
 
 ALL = (F32, F64, I32, I64, BOOL)

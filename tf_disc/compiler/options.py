@@ -21,6 +21,9 @@ class CompileOptions:
     # own "target_isa" (the op library's choice) takes precedence; "" with
     # neither means this machine's tier.
     target_isa: str = ""
+    # The code-generation target (target/__init__.py): "cpu", or the scalar
+    # "cpu_reference" the tests compare the vectorized kernels with.
+    target: str = "cpu"
     # Asynchronous compile: requests keep running in TF meanwhile, so the
     # system compiler runs at BACKGROUND_NICE (build/cache.py _lower_priority).
     background: bool = False

@@ -12,9 +12,8 @@ import re
 import time
 import traceback
 
-from .build import isa, request_index
+from .build import request_index
 from .build.cache import build, usable_cache_dir
-from .codegen.source import generate_library
 from .errors import CompileError
 from .frontend import lower_graph, parse_function_def
 from .frontend.graph import to_pbtxt
@@ -22,6 +21,7 @@ from .ir.core import Func
 from .options import CompileOptions
 from .passes.fast_math import apply_fast_math
 from .passes.pipeline import run_pipeline
+from .target import Target, get_target
 
 log = logging.getLogger("blade_disc_tf.compiler")
 # CPU priority of the system compiler in an asynchronous compile (the
@@ -40,29 +40,34 @@ def _dump_dir(options: CompileOptions, request: dict) -> str | None:
     return d
 
 
-def _lower(request: dict, fdef: bytes, dump_dir: str | None, fast_math: str) -> Func:
-    """FunctionDef + signature -> IR after the pass pipeline."""
+def _lower(request: dict, fdef: bytes, dump_dir: str | None, fast_math: str,
+           target: Target) -> Func:
+    """FunctionDef + signature -> IR after the target's pass pipeline."""
     graph = parse_function_def(fdef)
     if dump_dir:
         with open(os.path.join(dump_dir, "tf_graph.pbtxt"), "w") as f:
             f.write(to_pbtxt(fdef))
     func = lower_graph(graph, list(request.get("inputs", [])))
-    return apply_fast_math(run_pipeline(func, dump_dir), fast_math)
+    func = apply_fast_math(run_pipeline(func, target.passes(), dump_dir), fast_math)
+    target.check_supported(func)
+    return func
 
 
 def compile_to_source(request: dict, fdef: bytes, dump_dir: str | None = None,
-                      fast_math: str = "") -> str:
-    """FunctionDef + signature -> C++ source (no system compiler involved);
-    fast_math "bf16" marks float GEMMs for bf16 (passes/fast_math.py)."""
-    return compile_to_units(request, fdef, dump_dir, fast_math, 1)[0]
+                      fast_math: str = "", target: Target | None = None) -> str:
+    """FunctionDef + signature -> source (no system compiler involved);
+    fast_math "bf16" marks float GEMMs for bf16 (passes/fast_math.py);
+    target: the default target's (CPU) unless given."""
+    return compile_to_units(request, fdef, dump_dir, fast_math, 1, target)[0]
 
 
 def compile_to_units(request: dict, fdef: bytes, dump_dir: str | None = None,
-                     fast_math: str = "", units: int = 1) -> tuple[str, list[str]]:
+                     fast_math: str = "", units: int = 1,
+                     target: Target | None = None) -> tuple[str, list[str]]:
     """(compile_to_source's text, the same code split into at most `units`
-    translation units for a parallel build: codegen/source.py
-    generate_library)."""
-    single, sources = generate_library(_lower(request, fdef, dump_dir, fast_math), units)
+    translation units for a parallel build: Target.generate)."""
+    target = target or get_target()
+    single, sources = target.generate(_lower(request, fdef, dump_dir, fast_math, target), units)
     if dump_dir:
         for i, source in enumerate(sources):
             with open(os.path.join(dump_dir, f"kernel_{i}.cc" if i else "kernel.cc"), "w") as f:
@@ -111,13 +116,12 @@ def parallel_units(cpus: int, runnable: int) -> int:
 
 
 def target_flags(request: dict, options: CompileOptions) -> tuple:
-    """The compiler flags for the request's ISA tier (build/isa.py), then the
-    caller's extra flags."""
-    tier = isa.parse_tier(request.get("target_isa") or options.target_isa or isa.host_tier())
-    return isa.tier_flags(options.cxx, tier, options.timeout_s) + tuple(options.extra_cflags)
+    """The options' target's compiler flags for the request (e.g. its ISA
+    tier, build/isa.py), then the caller's extra flags."""
+    return get_target(options.target).build_flags(request, options)
 
 
-def _indexed(request: dict, fdef: bytes, fast_math: str, extra: tuple,
+def _indexed(request: dict, fdef: bytes, fast_math: str, target: Target, extra: tuple,
              options: CompileOptions,
              dump_dir: str | None) -> tuple[str | None, str | None]:
     """(request key, the library the disk cache holds for it or None):
@@ -125,8 +129,8 @@ def _indexed(request: dict, fdef: bytes, fast_math: str, extra: tuple,
     pipeline's files, so the pipeline runs."""
     if dump_dir:
         return None, None
-    rkey = request_index.request_key(request, fdef, fast_math, options.cxx, extra,
-                                     options.timeout_s)
+    rkey = request_index.request_key(request, fdef, fast_math, target.cache_identity(),
+                                     options.cxx, extra, options.timeout_s)
     directory, why = usable_cache_dir(options.cache_dir)
     return rkey, (request_index.lookup(directory, rkey) if why is None else None)
 
@@ -138,8 +142,9 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         dump_dir = _dump_dir(options, request)
         # The request's mode is the one DiscLaunch put in its cache key.
         fast_math = request.get("fast_math", options.fast_math) or ""
-        extra = target_flags(request, options)
-        rkey, hit = _indexed(request, fdef, fast_math, extra, options, dump_dir)
+        target = get_target(options.target)
+        extra = target.build_flags(request, options)
+        rkey, hit = _indexed(request, fdef, fast_math, target, extra, options, dump_dir)
         if hit is not None:
             secs = time.monotonic() - t0
             log.info("cluster %s -> %s (indexed, %.3fs)", request.get("function"), hit, secs)
@@ -147,13 +152,13 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
                     "seconds": secs}
         units = parallel_units(_allowed_cpus(), _runnable_tasks())
         t_codegen = time.monotonic()
-        library, sources = compile_to_units(request, fdef, dump_dir, fast_math, units)
+        library, sources = compile_to_units(request, fdef, dump_dir, fast_math, units, target)
         codegen_secs = time.monotonic() - t_codegen
         path, compiled, key = build(
             sources, options.cache_dir, options.cxx, extra,
             options.forbid_compile, options.timeout_s,
             os.path.join(dump_dir, "compile.log") if dump_dir else None, key_source=library,
-            nice=BACKGROUND_NICE if options.background else 0)
+            nice=BACKGROUND_NICE if options.background else 0, target=target.cache_identity())
         if rkey:
             request_index.record(os.path.dirname(path), rkey, key)
         secs = time.monotonic() - t0

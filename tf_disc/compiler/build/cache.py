@@ -1,7 +1,7 @@
 """Disk cache of compiled libraries.
 
-key = sha256(the library's one-unit source, full command templates, compiler
-identity, our version): the same whether it is built as one translation unit or
+key = sha256(the library's one-unit source, the target's identity, full
+command templates, compiler identity, our version): the same whether it is built as one translation unit or
 split into several (a split that follows CPU load must not miss the cache).
 Files live in cache_dir (mode 0700) as <key>.so, each with a sidecar
 <key>.so.sha256 holding the sha256 of the library's bytes (the index entry).
@@ -48,19 +48,21 @@ _private_dir: str | None = None
 _warned: set = set()
 
 
-def toolchain_parts(cxx: str, extra: tuple, timeout_s: float = 30.0) -> list[str]:
-    """What besides the source decides the built library: the full command
-    templates, the compiler's identity (version, CPU flags) and our version."""
+def toolchain_parts(target: str, cxx: str, extra: tuple, timeout_s: float = 30.0) -> list[str]:
+    """What besides the source decides the built library: the target's
+    identity (target/base.py cache_identity), the full command templates,
+    the compiler's identity (version, CPU flags) and our version."""
     commands = [compile_command(cxx, "SRC", "OUT", extra),
                 object_command(cxx, "SRC", "OUT", extra),
                 link_command(cxx, ["OBJ"], "OUT", extra)]
-    return [*(" ".join(c) for c in commands), compiler_identity(cxx, timeout_s), __version__]
+    return [target, *(" ".join(c) for c in commands), compiler_identity(cxx, timeout_s),
+            __version__]
 
 
-def cache_key(source: str, cxx: str, extra: tuple, timeout_s: float = 30.0) -> str:
-    """source: the library as one translation unit."""
+def cache_key(source: str, target: str, cxx: str, extra: tuple, timeout_s: float = 30.0) -> str:
+    """source: the library as one translation unit; target: its identity."""
     h = hashlib.sha256()
-    for part in (source, *toolchain_parts(cxx, extra, timeout_s)):
+    for part in (source, *toolchain_parts(target, cxx, extra, timeout_s)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -310,14 +312,16 @@ def _build_in(directory: str, key: str, sources: list[str], run: _Run, forbid_co
 
 def build(sources: list[str], cache_dir: str, cxx: str, extra: tuple, forbid_compile: bool,
           timeout_s: float, log_path: str | None = None,
-          key_source: str | None = None, nice: int = 0) -> tuple[str, bool, str]:
+          key_source: str | None = None, nice: int = 0,
+          target: str = "target=cpu") -> tuple[str, bool, str]:
     """sources: the translation units of one library (several are compiled
     in parallel and linked); key_source: the same library as one unit, the
     cache key (default: the units joined); nice > 0: the compiler runs at
-    lower CPU priority (a compile in the background of running requests).
-    Returns (library path, compiled?, key)."""
-    key = cache_key("\n".join(sources) if key_source is None else key_source, cxx, extra,
-                    timeout_s)
+    lower CPU priority (a compile in the background of running requests);
+    target: the target's identity, in the key.  Returns (library path,
+    compiled?, key)."""
+    key = cache_key("\n".join(sources) if key_source is None else key_source, target, cxx,
+                    extra, timeout_s)
     run = _Run(cxx, extra, timeout_s, nice)
     directory, why = usable_cache_dir(cache_dir)
     if why is None:

@@ -12,7 +12,7 @@ the first request waits.  This index maps a request key, sha256 of
   - the compiler's fingerprint: every source file of the compiler package
     and the runtime header that generated code includes, so that any change
     to what generates a library changes every request key, and
-  - the toolchain (cache.toolchain_parts),
+  - the target and the toolchain (cache.toolchain_parts),
 
 to the library key, in <cache_dir>/<request key>.req.  A hit is returned only
 through cache.verify_entry (the library's ownership, mode and sha256), and
@@ -54,12 +54,12 @@ def compiler_fingerprint() -> str:
     return h.hexdigest()
 
 
-def request_key(request: dict, fdef: bytes, fast_math: str, cxx: str, extra: tuple,
-                timeout_s: float) -> str:
+def request_key(request: dict, fdef: bytes, fast_math: str, target: str, cxx: str,
+                extra: tuple, timeout_s: float) -> str:
     h = hashlib.sha256()
     for part in (fdef, json.dumps(request, sort_keys=True).encode(), fast_math.encode(),
                  compiler_fingerprint().encode(),
-                 *(p.encode() for p in toolchain_parts(cxx, extra, timeout_s))):
+                 *(p.encode() for p in toolchain_parts(target, cxx, extra, timeout_s))):
         h.update(part)
         h.update(b"\0")
     return h.hexdigest()

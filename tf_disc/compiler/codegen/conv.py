@@ -19,6 +19,7 @@ from ..errors import template_text
 from ..ir.core import Op, Value
 from .cstr import c_string
 from .gemm import library_dtype
+from .host_checks import free_temps
 
 _KINDS = {"conv": "DISC_WINDOW_CONV", "depthwise": "DISC_WINDOW_DEPTHWISE",
           "max_pool": "DISC_WINDOW_MAX_POOL", "avg_pool": "DISC_WINDOW_AVG_POOL",
@@ -114,7 +115,6 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     out.append(f"    w.activation = {_ACTIVATIONS[a.get('activation', 'none')]};")
     out += [f"    w.input = {ptr[x]}; w.filter = {filt}; w.output = {ptr[op.result]};",
             "    if (rt->window(rt->ctx, &w)) return 1;"]
-    for name in a.get("frees", []):
-        out.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
+    out += free_temps(op)
     out.append("  }")
     return out

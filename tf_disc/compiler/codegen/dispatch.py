@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import List
 
+from .host_checks import free_temps
+
 # Below this many cycles (units x cost per unit) a kernel runs on the calling
 # thread.  The runtime's ParallelFor inlines below the same value
 # (kInlineCost in runtime/runtime.cc; tests/compiler/test_inline_threshold.py
@@ -26,5 +28,5 @@ def emit_units_and_close(op, count: str, work: str, cost: str, fn: str,
     when there are units and `work` > 0, the op's frees, the closing brace."""
     lines = [f"    const int64_t units = {count};", f"    if (units > 0 && {work} > 0) {{",
              *emit_launch("units", cost, fn, closure), "    }"]
-    lines += [f"    if ({name}) rt->free_temp(rt->ctx, {name});" for name in op.attrs.get("frees", [])]
+    lines += free_temps(op)
     return lines + ["  }"]

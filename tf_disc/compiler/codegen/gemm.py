@@ -15,6 +15,8 @@ from typing import Callable
 
 from ..ir.core import Op, Value
 from ..ir.dot import logical_shape
+from .c_types import c_type
+from .host_checks import free_temps
 
 HELPER = r'''
 namespace {
@@ -150,7 +152,7 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
     out = list(dn.lines)
     dn.lines = []
     nb = len(op.attrs["batch_lhs"])
-    t = res.dtype.ctype
+    t = c_type(res.dtype)
 
     ep = f", {epilogue[0]}, {epilogue[1]}" if epilogue else ""
 
@@ -164,14 +166,9 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
             f"    if (disc_gemm_batched(rt, {library_dtype(op)}, {g['ta']}, {g['tb']}, {nb}, bd, "
             f"sa, sb, sc, m, n, k, {ptr[lhs]}, {g['lda']}, {ptr[rhs]}, {g['ldb']}, {ptr[res]}, "
             f"{g['ldc']}, sizeof({t}){ep})) return 1;"]
-    out += _frees([op])
+    out += free_temps(op)
     out.append("  }")
     return out
-
-
-def _frees(ops: list[Op]) -> list[str]:
-    return [f"    if ({name}) rt->free_temp(rt->ctx, {name});"
-            for op in ops for name in op.attrs.get("frees", [])]
 
 
 class DotGroups:
@@ -237,7 +234,7 @@ def emit_dot_group(members: list[tuple[Op, Op | None]], dn, ptr: dict[Value, str
         lines += ["    };",
                   f"    if (m > 0 && rt->gemm_multi(rt->ctx, {dtype}, {g0['ta']}, "
                   f"{g0['tb']}, m, k, {ptr[lhs]}, {g0['lda']}, {len(dots)}, parts)) return 1;"]
-        return lines + _frees(dots) + ["  }"]
+        return lines + free_temps(*dots) + ["  }"]
 
     def nest(i: int, closures: list[str | None]) -> list[str]:
         if i == len(members):

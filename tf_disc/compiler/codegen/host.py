@@ -4,6 +4,7 @@ outputs/temps through the runtime, then run the kernels (inline when tiny,
 else rt->parallel_for with the kernel's per-element cost)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Callable
 
@@ -24,7 +25,9 @@ from .topk import emit_topk
 from .scatter import emit_dynamic_stitch, emit_segment_sum, stitch_len
 from .segment import emit_segment_reduce
 from .stitch import StitchInfo, emit_stitch_launch
-from .host_checks import alloc_output, alloc_temp, input_check, kernel_error_check
+from .host_checks import (alloc_output, alloc_temp, free_temps, input_check,
+                          kernel_error_check)
+from .c_types import c_type
 
 
 
@@ -84,8 +87,8 @@ def _range_len(name: str, parts: list[str]) -> list[str]:
     from ..dtypes import from_tf
     i, j, k, t = (int(x) for x in parts)
     dt = from_tf(t)
-    rd = [f"*static_cast<const {dt.ctype}*>(inputs[{n}].data)" for n in (i, j, k)]
-    return range_len(name, rd, "int64_t" if dt.is_int else dt.ctype, dt.is_int)
+    rd = [f"*static_cast<const {c_type(dt)}*>(inputs[{n}].data)" for n in (i, j, k)]
+    return range_len(name, rd, "int64_t" if dt.is_int else c_type(dt), dt.is_int)
 
 
 def _input_value(parts: list[str]) -> str:
@@ -93,14 +96,14 @@ def _input_value(parts: list[str]) -> str:
     the entry checked before any dim is computed)."""
     from ..dtypes import from_tf
     i, k, t = (int(x) for x in parts)
-    return f"int64_t(static_cast<const {from_tf(t).ctype}*>(inputs[{i}].data)[{k}])"
+    return f"int64_t(static_cast<const {c_type(from_tf(t))}*>(inputs[{i}].data)[{k}])"
 
 
 def _segment_count(name: str, parts: list[str]) -> list[str]:
     """Last element + 1 of vector input i, 0 when it is empty."""
     from ..dtypes import from_tf
     i, t = (int(x) for x in parts)
-    last = (f"int64_t(static_cast<const {from_tf(t).ctype}*>(inputs[{i}].data)"
+    last = (f"int64_t(static_cast<const {c_type(from_tf(t))}*>(inputs[{i}].data)"
             f"[inputs[{i}].dims[0] - 1])")
     return segment_count(name, last, f"inputs[{i}].dims[0]")
 
@@ -167,7 +170,7 @@ def _const_array(op: Op) -> str:
     dt: DType = v.dtype
     from .ops import literal
     vals = ", ".join(literal(x, dt) for x in op.attrs["value"])
-    return f"static const {dt.ctype} c_{v.name}[{max(len(op.attrs['value']), 1)}] = {{{vals or '0'}}};"
+    return f"static const {c_type(dt)} c_{v.name}[{max(len(op.attrs['value']), 1)}] = {{{vals or '0'}}};"
 
 
 def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
@@ -187,7 +190,7 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
                 continue
             dn.names[d] = d
             body.append(f"  const int64_t {d} = inputs[{i}].dims[{j}];")
-        ptr[a] = f"static_cast<const {a.dtype.ctype}*>(inputs[{i}].data)"
+        ptr[a] = f"static_cast<const {c_type(a.dtype)}*>(inputs[{i}].data)"
     consts = []
     for op in func.ops:
         if op.name == "constant":
@@ -201,7 +204,7 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
     body += checks
     for op in func.ops:  # shape-valued tensors computed on the host
         if op.name == "dims_tensor":
-            t, vals = op.result.dtype.ctype, [dn(d) for d in op.attrs["dims"]]
+            t, vals = c_type(op.result.dtype), [dn(d) for d in op.attrs["dims"]]
             body += dn.lines
             dn.lines = []
             items = ", ".join(f"{t}({v})" for v in vals) or "0"
@@ -218,53 +221,23 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
             dims = [dn(d) for d in r.shape]
             body += dn.lines
             dn.lines = []
-            t = r.dtype.ctype
+            t = c_type(r.dtype)
             if where.startswith("out:"):
                 body += alloc_output(r.name, t, int(where[4:]), dims)
             else:
                 temps.setdefault(op, []).extend(alloc_temp(r.name, t, dims))
             ptr[r] = r.name
-    dots: dict[str, tuple[int, Op]] = {}  # dots that wait for their epilogue kernel
-    groups = DotGroups()  # merged dots (passes/merge_gemm.py) until the last one
+    host = _HostState(dn, ptr, kernels)
     for k, op in enumerate(func.ops):
         body += temps.get(op, [])
-        if groups.take(op):
-            if groups.complete():
+        if host.groups.take(op):
+            if host.groups.complete():
                 body += emit_dot_group(
-                    groups.pop(), dn, ptr, lambda ep: kernels[ep].name,
+                    host.groups.pop(), dn, ptr, lambda ep: kernels[ep].name,
                     lambda ep: _launch_dims(ep, kernels[ep], dn),
                     lambda ep, run: _launch(ep, kernels[ep], dn, ptr, run))
-        elif op.name == "fusion" and "epilogue_of" in op.attrs:  # passes/gemm_epilogue.py
-            dk, dot = dots.pop(op.attrs["epilogue_of"])
-            body += emit_dot_with_epilogue(
-                dot, dn, ptr, dk, kernels[op].name,
-                lambda run, op=op: _launch(op, kernels[op], dn, ptr, run))
-        elif op.name == "fusion":
-            body += _launch(op, kernels[op], dn, ptr)
-        elif op.name == "reshape":   # an alias of a dense buffer (passes/fusion.py)
-            ptr[op.result] = ptr[op.operands[0]]
-        elif op.name == "stitch":
-            body += emit_stitch_launch(op, kernels[op], dn, ptr)
-        elif op.name == "dot" and "epilogue" in op.attrs:
-            dots[op.result.name] = (k, op)
-        elif op.name == "dot":
-            body += emit_dot(op, dn, ptr, k)
-        elif op.name == "window":
-            body += emit_window(op, dn, ptr, k)
-        elif op.name in ("reduce", "argreduce"):
-            body += emit_reduce(op, dn, ptr, k)
-        elif op.name == "cumsum":
-            body += emit_cumsum(op, dn, ptr, k)
-        elif op.name == "topk":
-            body += emit_topk(op, dn, ptr, k)
-        elif op.name == "segment_reduce":
-            body += emit_segment_reduce(op, dn, ptr, k)
-        elif op.name == "dynamic_stitch":
-            body += emit_dynamic_stitch(op, dn, ptr, k)
-        elif op.name == "segment_sum":
-            body += emit_segment_sum(op, dn, ptr, k)
-        elif op.name == "label_check":
-            body += emit_label_check(op, dn, ptr, k)
+            continue
+        body += _host_emitter(op)(host, op, k)
     body.append("  return 0;")
     if entry_name:
         entry = [f"int32_t {entry_name}(const DiscRuntime* rt, const DiscBuffer* inputs, "
@@ -272,6 +245,82 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
         return "\n".join(consts) + "\n", "\n".join(entry)
     entry = [ENTRY_HEAD, *body, "}", ""]
     return "\n".join(consts) + "\n", "\n".join(entry)
+
+
+@dataclasses.dataclass
+class _HostState:
+    """What the host emitters share while rendering one version."""
+    dn: DimNames
+    ptr: dict[Value, str]
+    kernels: dict[Op, KernelInfo | StitchInfo]
+    # dots that wait for their epilogue kernel, by result name
+    dots: dict[str, tuple[int, Op]] = dataclasses.field(default_factory=dict)
+    # merged dots (passes/merge_gemm.py) until the last one
+    groups: DotGroups = dataclasses.field(default_factory=DotGroups)
+
+
+HostEmitter = Callable[[_HostState, Op, int], list[str]]
+
+
+def _emit_fusion(h: _HostState, op: Op, k: int) -> list[str]:
+    if "epilogue_of" in op.attrs:  # passes/gemm_epilogue.py: run by its dot
+        dk, dot = h.dots.pop(op.attrs["epilogue_of"])
+        return emit_dot_with_epilogue(
+            dot, h.dn, h.ptr, dk, h.kernels[op].name,
+            lambda run: _launch(op, h.kernels[op], h.dn, h.ptr, run))
+    return _launch(op, h.kernels[op], h.dn, h.ptr)
+
+
+def _emit_dot(h: _HostState, op: Op, k: int) -> list[str]:
+    if "epilogue" in op.attrs:  # emitted with its epilogue kernel, which follows
+        h.dots[op.result.name] = (k, op)
+        return []
+    return emit_dot(op, h.dn, h.ptr, k)
+
+
+def _alias(h: _HostState, op: Op, k: int) -> list[str]:
+    """reshape of a dense buffer (passes/fusion.py): the same pointer."""
+    h.ptr[op.result] = h.ptr[op.operands[0]]
+    return []
+
+
+def _rendered_before(h: _HostState, op: Op, k: int) -> list[str]:
+    """Constants, host tensors and assertions: rendered ahead of the ops."""
+    return []
+
+
+def _library(emit: Callable[[Op, DimNames, dict, int], list[str]]) -> HostEmitter:
+    return lambda h, op, k: emit(op, h.dn, h.ptr, k)
+
+
+_HOST_EMITTERS: dict[str, HostEmitter] = {
+    "fusion": _emit_fusion,
+    "stitch": lambda h, op, k: emit_stitch_launch(op, h.kernels[op], h.dn, h.ptr),
+    "reshape": _alias,
+    "dot": _emit_dot,
+    "window": _library(emit_window),
+    "reduce": _library(emit_reduce),
+    "argreduce": _library(emit_reduce),
+    "cumsum": _library(emit_cumsum),
+    "topk": _library(emit_topk),
+    "segment_reduce": _library(emit_segment_reduce),
+    "dynamic_stitch": _library(emit_dynamic_stitch),
+    "segment_sum": _library(emit_segment_sum),
+    "label_check": _library(emit_label_check),
+    "constant": _rendered_before,
+    "dims_tensor": _rendered_before,
+}
+
+
+def _host_emitter(op: Op) -> HostEmitter:
+    """The host code of a top-level op; an op without one is a compiler
+    error (the cluster then runs in TF), never silently dropped."""
+    if spec(op.name).kind == "assert":
+        return _rendered_before
+    try:
+        return _HOST_EMITTERS[op.name]
+    except KeyError:
+        raise NotImplementedError(f"no host code for top-level IR op {op.name}") from None
 
 
 def _launch_dims(op: Op, k: KernelInfo, dn: DimNames) -> tuple[list[str], list[str]]:
@@ -341,8 +390,7 @@ def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str],
                 "      return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, "
                 f"{c_string('indices{0} = {1}')}, a, b);",
                 "    }"]
-    for name in op.attrs.get("frees", []):
-        out.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
+    out += free_temps(op)
     out.append("  }")
     return out
 

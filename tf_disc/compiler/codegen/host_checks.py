@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import List
 
+from ..ir.core import Op
 from .cstr import c_string
 from .prelude import ERROR_MESSAGES
 
@@ -129,6 +130,13 @@ def alloc_output(name: str, ctype: str, index: int, dims: List[str]) -> List[str
     return [f"  const int64_t {arr}[{max(len(dims), 1)}] = {{{', '.join(dims) or '0'}}};",
             f"  {ctype}* {name};",
             f"  if (disc_output(rt, {index}, {arr}, {len(dims)}, &{name})) return 1;"]
+
+
+def free_temps(*ops: Op) -> List[str]:
+    """Frees the temps the ops are the last readers of (attr "frees",
+    passes/buffers.py)."""
+    return [f"    if ({name}) rt->free_temp(rt->ctx, {name});"
+            for op in ops for name in op.attrs.get("frees", [])]
 
 
 def alloc_temp(name: str, ctype: str, dims: List[str]) -> List[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..ir.core import Op, Value
 from ..shapes.symbolic import dim_mul, is_static
+from .c_types import c_type
 
 GATHER_ERROR = 3  # kernel err code: index out of range (bad_pos/bad_val set)
 
@@ -60,7 +61,7 @@ def emit_index(op: Op, ctx: IndexCtx) -> str:
     if op.name == "reshape":
         return _load(ctx, op.operands[0], "i")
     if op.name == "iota":
-        return f"{res.dtype.ctype}(idx[{a['dimension']}])"
+        return f"{c_type(res.dtype)}(idx[{a['dimension']}])"
     if op.name == "tile":
         (x,) = op.operands
         st = _strides(x.shape)
@@ -106,6 +107,6 @@ def emit_index(op: Op, ctx: IndexCtx) -> str:
         # One statement-expression: read the index, check it, load.
         return (f"([&]() {{ const int64_t gp = {ioff}; const int64_t gi = int64_t("
                 f"{_load(ctx, ind, 'gp')}); if (gi < 0 || gi >= {n}) {{ err = {GATHER_ERROR}; "
-                f"c.bad_pos = gp; c.bad_val = gi; return {res.dtype.ctype}(0); }} "
+                f"c.bad_pos = gp; c.bad_val = gi; return {c_type(res.dtype)}(0); }} "
                 f"return {_load(ctx, params, _offset(ctx, terms))}; }}())")
     raise NotImplementedError(f"no C++ for index op {op.name}")

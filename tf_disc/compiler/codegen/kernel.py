@@ -20,6 +20,7 @@ from ..shapes.symbolic import is_static
 from . import ops as optable
 from .dispatch import emit_launch
 from .index_ops import IndexCtx, emit_index
+from .c_types import c_type
 
 # Elements per parallel_for unit: one unit of work costs `cost` cycles.
 CHUNK = optable.UNITS_PER_CYCLE
@@ -71,21 +72,22 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
             info.buffers.append(v)
         return info.buffers.index(v)
 
-    # Per region value: (fast expression, strided expression).
-    exprs: dict[Value, tuple[str, str]] = {}
+    # Per region value: its expression in each loop (FLAT, STRIDED, ROWS).
+    exprs: dict[Value, tuple[str, str, str]] = {}
     stmts_fast: list[str] = []
     stmts_slow: list[str] = []
+    stmts_rows: list[str] = []
 
-    def operand(v: Value) -> tuple[str, str]:
+    def operand(v: Value) -> tuple[str, str, str]:
         if v in defined:
             return exprs[v]
         lit = _scalar_const(v, consts)
         if lit is not None:
-            return lit, lit
+            return lit, lit, lit
         if v.shape != shape:
             raise AssertionError(f"direct read of %{v.name} at a different shape")
         e = f"c.p{buf(v)}[i]"
-        return e, e
+        return e, e, e
 
     def scalar_operand(v: Value) -> str:
         if v not in defined and v.type.rank == 0 and _scalar_const(v, consts) is None:
@@ -97,10 +99,12 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
     for inner in op.region.ops:
         res = inner.result
         if spec(inner.name).kind == "index":
-            t = res.dtype.ctype
+            t = c_type(res.dtype)
             info.needs_idx = True
-            stmts_slow.append(f"const {t} {res.name} = {emit_index(inner, ictx)};")
-            exprs[res] = (res.name, res.name)
+            index = f"const {t} {res.name} = {emit_index(inner, ictx)};"
+            stmts_slow.append(index)
+            stmts_rows.append(index)
+            exprs[res] = (res.name, res.name, res.name)
             cost += 2 * CHUNK  # a div/mod of the flat index per dim: a scalar loop
             continue
         if inner.name == "broadcast_in_dim":
@@ -109,32 +113,36 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
             if x in defined:
                 raise AssertionError("broadcast of a value computed in the same kernel")
             if lit is not None:
-                exprs[res] = (lit, lit)
+                exprs[res] = (lit, lit, lit)
             elif x.type.rank == 0:
                 e = f"c.p{buf(x)}[0]"
-                exprs[res] = (e, e)
+                exprs[res] = (e, e, e)
             else:
+                # load j: flat index, the multi-index offset o<j>, or the
+                # row's shift o<j> plus i (every load contiguous along rows)
                 j = len(info.loads)
                 info.loads.append(Load(x, list(inner.attrs["broadcast_dimensions"])))
-                exprs[res] = (f"c.p{buf(x)}[i]", f"c.p{buf(x)}[o{j}]")
+                p = f"c.p{buf(x)}"
+                exprs[res] = (f"{p}[i]", f"{p}[o{j}]", f"{p}[o{j} + i]")
             continue
         args = [operand(v) for v in inner.operands]
-        t = res.dtype.ctype
-        fast = optable.emit(inner, [a[0] for a in args], t)
-        slow = optable.emit(inner, [a[1] for a in args], t)
+        t = c_type(res.dtype)
+        fast, slow, rows = (optable.emit(inner, [a[k] for a in args], t) for k in range(3))
         stmts_fast.append(f"const {t} {res.name} = {fast};")
         stmts_slow.append(f"const {t} {res.name} = {slow};")
-        exprs[res] = (res.name, res.name)
-        cost += optable.cost(inner.name, fast)
+        stmts_rows.append(f"const {t} {res.name} = {rows};")
+        exprs[res] = (res.name, res.name, res.name)
+        cost += optable.emitted_cost(inner, [a[0] for a in args], t)
     info.cost = max(cost + LOAD_COST * len(info.buffers) + STORE_COST * len(op.results), 1)
     info.hostvals, info.uses_gather = ictx.hostvals, ictx.uses_gather
     for m, v in enumerate(op.region.outputs):
-        f, s = operand(v)
+        f, s, w = operand(v)
         stmts_fast.append(f"c.o{m}[i] = {f};")
         stmts_slow.append(f"c.o{m}[i] = {s};")
+        stmts_rows.append(f"c.o{m}[i] = {w};")
     if info.needs_idx:  # host sets fast = false
         stmts_fast = []
-    info.source = _render(info, stmts_fast, stmts_slow)
+    info.source = _render(info, stmts_fast, stmts_slow, stmts_rows)
     return info
 
 
@@ -146,21 +154,10 @@ def launch(info: KernelInfo, c: str, n: str) -> list[str]:
                          f"{info.name}_chunks", f"&{c}")]
 
 
-def _row_stmts(info: KernelInfo, slow: list[str]) -> list[str]:
-    """The strided statements for the row loop: every load walks the last
-    dim with stride 1, so load j reads [o<j> + i] with o<j> the row's shift."""
-    out = []
-    for s in slow:
-        for j in range(len(info.loads)):
-            s = s.replace(f"[o{j}]", f"[o{j} + i]")
-        out.append(s)
-    return out
-
-
-def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
+def _render(info: KernelInfo, fast: list[str], slow: list[str], rows: list[str]) -> str:
     r = info.rank
-    fields = [f"  const {v.dtype.ctype}* p{k};" for k, v in enumerate(info.buffers)]
-    fields += [f"  {v.dtype.ctype}* o{m};" for m, v in enumerate(info.op.results)]
+    fields = [f"  const {c_type(v.dtype)}* p{k};" for k, v in enumerate(info.buffers)]
+    fields += [f"  {c_type(v.dtype)}* o{m};" for m, v in enumerate(info.op.results)]
     fields.append(f"  int64_t dims[{max(r, 1)}];")
     fields += [f"  int64_t st{j}[{max(r, 1)}];" for j in range(len(info.loads))]
     if info.hostvals:
@@ -182,9 +179,9 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str]) -> str:
              *[ind + s for s in fast],
              "    }"]
     if rows_always(info):  # the strided loop below would never run
-        return "\n".join(lines + _render_rows(info, slow, always=True) + _tail(info))
+        return "\n".join(lines + _render_rows(info, rows, always=True) + _tail(info))
     if r >= 2 and nl and not info.needs_idx:
-        lines += _render_rows(info, slow)
+        lines += _render_rows(info, rows)
     lines += ["  } else {"]
     if r:
         lines += [f"    int64_t idx[{r}];",
@@ -238,7 +235,7 @@ def rows_always(info: KernelInfo) -> bool:
                and int(ld.source.shape[-1]) != 1 for ld in info.loads)
 
 
-def _render_rows(info: KernelInfo, slow: list[str], always: bool = False) -> list[str]:
+def _render_rows(info: KernelInfo, rows: list[str], always: bool = False) -> list[str]:
     """A loop over rows of the last dim, taken when every strided load walks
     that dim contiguously (bias adds, [B,S,C] + [C]): the inner loop is
     vectorizable like the flat one; outer dims step the per-load offsets.
@@ -266,7 +263,7 @@ def _render_rows(info: KernelInfo, slow: list[str], always: bool = False) -> lis
             *[f"      const int64_t o{j} = b{j} + j0 - i0;" for j in range(nl)],
             "#pragma GCC ivdep",
             "      for (int64_t i = i0; i < i1; ++i) {",
-            *["        " + s for s in _row_stmts(info, slow)],
+            *["        " + s for s in rows],
             "      }",
             "      i0 = i1;",
             "      j0 = 0;",

@@ -7,11 +7,13 @@ from __future__ import annotations
 from ..errors import template_text
 from ..ir.core import Op, Value
 from .cstr import c_string
+from .c_types import c_type
+from .host_checks import free_temps
 
 
 def emit_label_check(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     (lab,) = op.operands
-    t = lab.dtype.ctype
+    t = c_type(lab.dtype)
     n, classes = dn(lab.shape[0]), dn(op.attrs["classes"])
     out = list(dn.lines)
     dn.lines = []
@@ -34,5 +36,5 @@ def emit_label_check(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
         f"      return disc_fail(rt, DISC_ERROR_INVALID_ARGUMENT, {c_string(msg)}, a, b);",
         "    }",
         f"    if (n > 0) std::memcpy(o, l, size_t(n) * sizeof({t}));",
-        *[f"    if ({name}) rt->free_temp(rt->ctx, {name});" for name in op.attrs.get("frees", [])],
+        *free_temps(op),
         "  }"]

@@ -2,13 +2,14 @@
 measured per-element cost (eighths of a cycle) used for the parallel_for grain.
 
 Each function gets the operand expressions, the Op and the C++ result type.
-Ops that can fail use the kernel-local `err` (see prelude.py).
+Ops that can fail use the kernel-local `err` (the prelude's error codes).
 """
 from __future__ import annotations
 
 from typing import Callable
 
 from ..ir.core import Op
+from .c_types import c_type
 
 Emit = Callable[[list, Op, str], str]
 
@@ -32,21 +33,38 @@ def _float_lit(x: float, t: str) -> str:
         f"{t}({'NAN' if x != x else ('INFINITY' if x > 0 else '-INFINITY')})"
 
 
+def uses_fast_exp(op: Op, t: str) -> bool:
+    """Softmax's FMA exp (attr fast, passes/stitch.py): float only; Eigen's
+    exp stays for tf.exp and f64."""
+    return op.name == "exponential" and bool(op.attrs.get("fast")) and t == "float"
+
+
+def _exp_function(op: Op, t: str) -> str:
+    """fast may name a variant for arguments known never positive
+    (codegen/stitch.py): disc_exp_fast_<variant>."""
+    if not uses_fast_exp(op, t):
+        return "disc_exp"
+    fast = op.attrs["fast"]
+    return f"disc_exp_fast_{fast}" if isinstance(fast, str) else "disc_exp_fast"
+
+
+def _product_power(a: list, t: str) -> int:
+    """2 or 3 when the exponent is that literal (x**2, tanh-GELU's cube),
+    computed as a product: vectorizable, within an ulp of pow; else 0."""
+    return next((n for n in (2, 3) if a[1] == _float_lit(float(n), t)), 0)
+
+
 def _power(a: list, t: str) -> str:
-    """x**2 and x**3 (tanh-GELU's cube) as products: vectorizable, within an ulp of pow."""
-    if a[1] == _float_lit(2.0, t):
-        return f"{t}({a[0]} * {a[0]})"
-    if a[1] == _float_lit(3.0, t):
-        return f"{t}({a[0]} * {a[0]} * {a[0]})"
+    n = _product_power(a, t)
+    if n:
+        return f"{t}({' * '.join([a[0]] * n)})"
     return f"{t}(std::pow({a[0]}, {a[1]}))"
 
 
 EXPR: dict[str, Emit] = {
     "abs": _call("disc_abs"),
     "negate": lambda a, op, t: f"{t}(-{a[0]})",
-    # fast: Softmax's FMA exp (float only; Eigen's exp stays for tf.exp and f64)
-    "exponential": lambda a, op, t: (
-        f"{'disc_exp_fast' if op.attrs.get('fast') and t == 'float' else 'disc_exp'}({a[0]})"),
+    "exponential": lambda a, op, t: f"{_exp_function(op, t)}({a[0]})",
     "exponential_minus_one": _call("disc_expm1"),
     "log": _call("disc_log"),
     "log_plus_one": _call("disc_log1p"),
@@ -100,7 +118,7 @@ EXPR: dict[str, Emit] = {
     "compare": lambda a, op, t: f"({a[0]} {_CMP[op.attrs['direction']]} {a[1]})",
     "select": lambda a, op, t: f"({a[0]} ? {a[1]} : {a[2]})",
     "convert": lambda a, op, t: (
-        f"disc_convert<{t}, {op.operands[0].dtype.ctype}>({a[0]})"),
+        f"disc_convert<{t}, {c_type(op.operands[0].dtype)}>({a[0]})"),
 }
 
 # Per-element cost in UNITS_PER_CYCLE-ths of a cycle, measured on one
@@ -109,33 +127,33 @@ EXPR: dict[str, Emit] = {
 # instruction, 1/16 cycle: 0 here; the kernel adds the memory traffic.
 UNITS_PER_CYCLE = 8
 _COST = {
-    # vectorized prelude math (Eigen's algorithms), cycles: tanh 0.1,
-    # logistic 0.3, erf 0.2, exp 0.3-0.6, log 0.5, elu/selu 0.5, log1p 0.85,
-    # erfc 1.0 (gelu's erf form; 1.55 before the one-branch FMA erfc took
-    # its loop from 1.27 to 0.82 ns per element)
+    # vectorized prelude math (Eigen's algorithms)
     "tanh": 1, "logistic": 2, "erf": 2, "exponential": 4, "log": 4, "elu": 4,
     "selu": 4, "log_plus_one": 7, "erfc": 8,
-    # expm1 2.1, softplus 2.4 (2.5x and 2.8x log1p: exp, log and a division
-    # each; vectorized since disc_frexp's special case is one compare, 44
-    # and 90 before)
+    # exp, log and a division each
     "exponential_minus_one": 17, "softplus": 19,
-    # scalar libm: sin 17, cos 29, tan 28, floor_mod 32, pow 8, atan2 84
+    # scalar libm calls
     "sine": 136, "cosine": 232, "tan": 224, "floor_mod_float": 256, "power": 64,
     "atan2": 672,
-    # integer division with TF's checks: a scalar loop, 22 cycles
+    # integer division with TF's checks: a scalar loop
     "div_int": 176, "floor_div_int": 176, "floor_mod_int": 176, "power_int": 176,
-    # divide/sqrt: 0.05-0.15 cycles next to the memory traffic
+    # divide/sqrt: small next to the memory traffic
     "divide": 1, "sqrt": 1, "rsqrt": 1, "reciprocal": 1, "div_no_nan": 1,
     "floor_div_float": 1,
 }
 
 
-def cost(name: str, expr: str = "") -> int:
-    """Measured cost of one element of op `name` (1/UNITS_PER_CYCLE cycles);
-    given its C++ `expr`, a power lowered to products (_power) is cheap."""
-    if name == "power" and expr and "std::pow" not in expr:
-        return 0
+def cost(name: str) -> int:
+    """Measured cost of one element of op `name` (1/UNITS_PER_CYCLE cycles)."""
     return _COST.get(name, 0)
+
+
+def emitted_cost(op: Op, args: list[str], ctype: str) -> int:
+    """cost() of op as emit() writes it for these operands: a power
+    computed as a product (_power) is cheap."""
+    if op.name == "power" and _product_power(args, ctype):
+        return 0
+    return cost(op.name)
 
 
 def emit(op: Op, args: list[str], ctype: str) -> str:
@@ -155,4 +173,4 @@ def literal(value, dtype) -> str:
         if dtype.name == "i64":
             return "(-9223372036854775807LL - 1)" if v == -2**63 else f"int64_t({v}LL)"
         return "(-2147483647 - 1)" if v == -2**31 else f"int32_t({v})"
-    return _float_lit(float(value), dtype.ctype)
+    return _float_lit(float(value), c_type(dtype))

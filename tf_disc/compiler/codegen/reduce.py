@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from ..ir.core import Op, Value
 from .dispatch import emit_launch, emit_units_and_close
+from .c_types import c_type
+from .host_checks import free_temps
 
 _INIT = {"sum": "0", "prod": "1", "and": "true", "or": "false"}
 
@@ -32,7 +34,7 @@ def _combine(kind: str, acc: str, v: str) -> str:
 def emit_reduce(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     (x,) = op.operands
     res = op.result
-    t = x.dtype.ctype
+    t = c_type(x.dtype)
     n = x.type.rank
     if op.name == "reduce":
         red = sorted(op.attrs["dimensions"])
@@ -52,7 +54,7 @@ def emit_reduce(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     body = [
         f"  {{  // {op.name} {kind} over {red}",
         "    struct R {",
-        f"      const {t}* x; {res.dtype.ctype}* o;",
+        f"      const {t}* x; {c_type(res.dtype)}* o;",
         f"      int64_t kd[{nk}], ks[{nk}], rd[{nr}], rs[{nr}], rn;",
         "      static void run(void* cl, int64_t b, int64_t e) {",
         "        const R& c = *static_cast<const R*>(cl);",
@@ -69,7 +71,7 @@ def emit_reduce(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
                  f"            const {t} v = c.x[base + j * c.rs[0]];",
                  f"            if (v {cmp} best) {{ best = v; bi = j; }}",
                  "          }",
-                 f"          c.o[o] = {res.dtype.ctype}(bi);"]
+                 f"          c.o[o] = {c_type(res.dtype)}(bi);"]
     else:
         body += [f"          {at} acc = {_init(kind, at)};"]
         if suffix:
@@ -86,7 +88,7 @@ def emit_reduce(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
                      "              off -= c.rs[d] * c.rd[d]; ri[d] = 0;",
                      "            }",
                      "          }"]
-        body += [f"          c.o[o] = {res.dtype.ctype}(acc);"]
+        body += [f"          c.o[o] = {c_type(res.dtype)}(acc);"]
     body += ["        }", "      }", "    };",
              f"    R r{k} = {{}};",
              f"    r{k}.x = {ptr[x]}; r{k}.o = {ptr[res]};"]
@@ -101,8 +103,7 @@ def emit_reduce(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
              f"    if (n > 0) {{",
              *emit_launch("n", f"{rn} + 1", "R::run", f"&r{k}"),
              "    }"]
-    for name in op.attrs.get("frees", []):
-        body.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
+    body += free_temps(op)
     body.append("  }")
     return out + body
 
@@ -112,7 +113,7 @@ def emit_cumsum(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     lines in parallel; exclusive/reverse as TF; f32 accumulates in float
     like TF's Eigen scan."""
     (x,) = op.operands
-    t = x.dtype.ctype
+    t = c_type(x.dtype)
     ax = op.attrs["axis"]
     xd = [dn(d) for d in x.shape]
     out = list(dn.lines)

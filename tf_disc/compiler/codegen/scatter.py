@@ -16,6 +16,8 @@ from ..errors import template_text
 from ..ir.core import Op, Value
 from .cstr import c_string
 from .dispatch import emit_launch
+from .c_types import c_type
+from .host_checks import free_temps
 
 _WIDE = 64  # row elements from which rows copy in parallel (memcpy per row)
 
@@ -34,15 +36,14 @@ def stitch_len(name: str, parts: list[str]) -> list[str]:
 
 def _close(op: Op, out: list[str], body: list[str]) -> list[str]:
     """The dim lines, the op's block and its frees, closed."""
-    frees = [f"    if ({name}) rt->free_temp(rt->ctx, {name});" for name in op.attrs.get("frees", [])]
-    return out + body + frees + ["  }"]
+    return out + body + free_temps(op) + ["  }"]
 
 
 def emit_dynamic_stitch(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     n = len(op.operands) // 2
     idx, data = op.operands[:n], op.operands[n:]
     out_v = op.result
-    t = out_v.dtype.ctype
+    t = c_type(out_v.dtype)
     rows = dn(out_v.shape[0])
     inner = " * ".join(dn(d) for d in out_v.shape[1:]) or "int64_t(1)"
     counts = [" * ".join(dn(d) for d in v.shape) or "int64_t(1)" for v in idx]
@@ -111,7 +112,7 @@ def emit_segment_sum(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     dropped, ids >= num_segments are TF's error naming ids' position."""
     seg, data = op.operands
     out_v = op.result
-    t, ti = out_v.dtype.ctype, seg.dtype.ctype
+    t, ti = c_type(out_v.dtype), c_type(seg.dtype)
     rows = dn(out_v.shape[0])
     inner = " * ".join(dn(d) for d in out_v.shape[1:]) or "int64_t(1)"
     sdims = [dn(d) for d in seg.shape]

@@ -8,6 +8,8 @@ from ..errors import template_text
 from ..ir.core import Op, Value
 from .cstr import c_string
 from .dispatch import emit_launch
+from .c_types import c_type
+from .host_checks import free_temps
 
 
 def _fail(op: Op, msg: str, a: str, b: str) -> str:
@@ -19,7 +21,7 @@ def _fail(op: Op, msg: str, a: str, b: str) -> str:
 
 def emit_segment_reduce(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     data, ind, seg = op.operands
-    t, ti, ts = data.dtype.ctype, ind.dtype.ctype, seg.dtype.ctype
+    t, ti, ts = c_type(data.dtype), c_type(ind.dtype), c_type(seg.dtype)
     rows = dn(data.shape[0])
     inner = " * ".join(dn(d) for d in data.shape[1:]) or "1"
     nidx, nseg = dn(ind.shape[0]), dn(op.result.shape[0])
@@ -74,7 +76,6 @@ def emit_segment_reduce(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
         "    }",
         "    rt->free_temp(rt->ctx, st);",
     ]
-    for name in op.attrs.get("frees", []):
-        body.append(f"    if ({name}) rt->free_temp(rt->ctx, {name});")
+    body += free_temps(op)
     body.append("  }")
     return out + body

@@ -22,9 +22,10 @@ from typing import Callable
 from ..ir.core import Op, Value
 from . import ops as optable
 from .dispatch import emit_launch
-from .host_checks import kernel_error_check
+from .host_checks import free_temps, kernel_error_check
 from .reduce import _combine, _init
 from .kernel import _scalar_const
+from .c_types import c_type
 
 # err code for a failed scratch allocation (the others are prelude.py's).
 OOM_ERROR = 100
@@ -146,7 +147,7 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
             if x in em.region_vals and em.is_row(x) and x not in scratch and (
                     o.name == "reduce" or em.phase[o.result] > em.phase[x] and x not in loads):
                 scratch.append(x)
-    t_of = {r: r.dtype.ctype for o in region.ops for r in o.results}
+    t_of = {r: c_type(r.dtype) for o in region.ops for r in o.results}
     producer = {r: o for o in region.ops for r in o.results}
     recompute = _recomputed(em, region.ops, producer, scratch, outputs, loads)
     scratch = [x for x in scratch if x not in recompute]
@@ -183,11 +184,12 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
             return []
         em.expr[r] = r.name
         args = [operand(x, ph) for x in o.operands]
-        e = optable.emit(o, args, t_of[r])
-        if e.startswith("disc_exp_fast(") and _minus_row_max(o.operands[0], producer):
+        if optable.uses_fast_exp(o, t_of[r]) and _minus_row_max(o.operands[0], producer):
+            # the argument is never positive: a cheaper exp (prelude)
             variant = "nonpos_nan_free" if r not in outputs and _nan_results_replaced(
                 o, region.ops, producer) else "nonpos"
-            e = e.replace("disc_exp_fast(", f"disc_exp_fast_{variant}(", 1)
+            o = Op(o.name, o.operands, o.results, dict(o.attrs, fast=variant), o.region)
+        e = optable.emit(o, args, t_of[r])
         return [f"const {t_of[r]} {r.name} = {e};"]
 
     def per_row_ops(ph: int) -> list[str]:
@@ -284,7 +286,7 @@ def _fusable_reduce(o: Op, em: _Emitter, scratch: list[Value], ph: int) -> bool:
     """A float/double max_ignore_nan of a row value stored (to scratch) by
     phase ph's loop: its lanes combine in the loop's blocks."""
     x = o.operands[0]
-    return (o.attrs["kind"] == "max_ignore_nan" and x.dtype.ctype in ("float", "double")
+    return (o.attrs["kind"] == "max_ignore_nan" and c_type(x.dtype) in ("float", "double")
             and x in scratch and em.phase[x] == ph and x in em.region_vals)
 
 
@@ -306,7 +308,7 @@ def _loop_with_reductions(loop: list[str], reds: list[Op], em: _Emitter,
     Returns (declarations of reds' results, the loop)."""
     decls, head, steps, half, tails = [], [], [], [], []
     for o in reds:
-        x, r, t = o.operands[0], o.result, o.operands[0].dtype.ctype
+        x, r, t = o.operands[0], o.result, c_type(o.operands[0].dtype)
         lanes, src, a = 64 // (4 if t == "float" else 8), f"s{scratch.index(x)}", f"a_{r.name}"
         vt = f"{a}_v"
         em.expr[r] = r.name
@@ -374,7 +376,7 @@ def _recomputed(em: _Emitter, ops: list[Op], producer: dict[Value, Op],
         if o is None or o.name not in _RECOMPUTE or x in outputs:
             continue
         reds = [u for u in ops if u.name == "reduce" and x in u.operands]
-        if any(u.attrs["kind"] != "sum" or x.dtype.ctype != "float" for u in reds):
+        if any(u.attrs["kind"] != "sum" or c_type(x.dtype) != "float" for u in reds):
             continue
         if all(not em.is_row(y) or y not in em.region_vals or (y in scratch and y not in out)
                or (y in loads and not reds) for y in o.operands):
@@ -457,15 +459,15 @@ def _row_reduce(o: Op, em: _Emitter, scratch: list[Value], declare: bool = True,
     a recomputed input (_recomputed) reads it through vec(vector type,
     load function, index) and, in its scalar tail, scalar."""
     x, r = o.operands[0], o.result
-    kind, t = o.attrs["kind"], x.dtype.ctype
+    kind, t = o.attrs["kind"], c_type(x.dtype)
     em.expr[r] = r.name
     a = f"a_{r.name}"
     if t == "float" and kind == "sum" and vec is not None:   # x has no row of its own
-        return _blocked_float_sum(a, "", r.name, r.dtype.ctype, declare,
+        return _blocked_float_sum(a, "", r.name, c_type(r.dtype), declare,
                                   lambda j: vec(f"{a}_v", f"{a}_ld", j), scalar)
     src = f"s{scratch.index(x)}" if x in em.region_vals else f"(c.p{em.buf(x)} + row)"
     if t == "float" and kind == "sum":
-        return _blocked_float_sum(a, src, r.name, r.dtype.ctype, declare)
+        return _blocked_float_sum(a, src, r.name, c_type(r.dtype), declare)
     at = "double" if (t == "float" and kind in ("sum", "prod")) else t
     lanes = 8 if at in ("double", "int64_t") else 16
     if at in ("float", "double") and kind in _VECTOR_KINDS:
@@ -485,7 +487,7 @@ def _row_reduce(o: Op, em: _Emitter, scratch: list[Value], declare: bool = True,
             f"  for (; j < R; ++j) {{ {_lane_combine(kind, f'{a}[0]', f'{at}({src}[j])')} }}",
             *fold,
             "}",
-            f"{_declared(r.dtype.ctype, declare)}{r.name} = {r.dtype.ctype}({a}[0]);"]
+            f"{_declared(c_type(r.dtype), declare)}{r.name} = {c_type(r.dtype)}({a}[0]);"]
 
 
 def _declared(t: str, declare: bool) -> str:
@@ -612,7 +614,7 @@ def emit_stitch_launch(op: Op, info: StitchInfo, dn, ptr: dict[Value, str]) -> l
             "\"out of memory for a row of {0} elements\", disc_int_text("
             f"{dims[-1]}).s, \"\");"]
     out.append(kernel_error_check(c))
-    out += [f"    if ({name}) rt->free_temp(rt->ctx, {name});" for name in op.attrs.get("frees", [])]
+    out += free_temps(op)
     out.append("  }")
     return out
 
@@ -648,8 +650,8 @@ def _next_load_index(n: int, nl: int) -> list[str]:
 def _render(info: StitchInfo, scratch: list[Value], body: list[str]) -> str:
     n = len(info.row_shape)
     nl = len(info.loads)
-    fields = [f"  const {v.dtype.ctype}* p{k};" for k, v in enumerate(info.buffers)]
-    fields += [f"  {v.dtype.ctype}* o{m};" for m, v in enumerate(info.op.results)]
+    fields = [f"  const {c_type(v.dtype)}* p{k};" for k, v in enumerate(info.buffers)]
+    fields += [f"  {c_type(v.dtype)}* o{m};" for m, v in enumerate(info.op.results)]
     fields.append(f"  int64_t dims[{n}];")
     fields += [f"  int64_t st{k}[{max(n - 1, 1)}];" for k in range(nl)]
     fields += [f"  int64_t sj{k};" for k, ld in enumerate(info.loads) if ld.inner == "runtime"]
@@ -662,13 +664,13 @@ def _render(info: StitchInfo, scratch: list[Value], body: list[str]) -> str:
     if scratch:
         # each scratch row starts on a cache line: 16-byte aligned rows
         # (malloc's) split the vector loads, 1.6% of the attention softmax
-        sizes = " + ".join(f"sc_bytes(sizeof({v.dtype.ctype}))" for v in scratch)
+        sizes = " + ".join(f"sc_bytes(sizeof({c_type(v.dtype)}))" for v in scratch)
         lines += ["  const auto sc_bytes = [R](size_t size) { return (size_t(R > 0 ? R : 1) * size + 63) / 64 * 64; };",
                   f"  char* mem = static_cast<char*>(std::aligned_alloc(64, {sizes}));",
                   f"  if (!mem) {{ __atomic_store_n(&c.err, {OOM_ERROR}, __ATOMIC_RELAXED); return; }}",
                   "  char* at = mem;"]
         for k, v in enumerate(scratch):
-            t = v.dtype.ctype
+            t = c_type(v.dtype)
             lines += [f"  {t}* __restrict__ s{k} = reinterpret_cast<{t}*>(at);",
                       f"  at += sc_bytes(sizeof({t}));"]
     if nl:

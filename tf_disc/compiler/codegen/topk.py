@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from ..ir.core import Op
 from .dispatch import emit_units_and_close
+from .c_types import c_type
 
 
 def emit_topk(op: Op, dn, ptr: dict, k: int) -> list[str]:
     (x,) = op.operands
-    t, ot = x.dtype.ctype, op.result.dtype.ctype
+    t, ot = c_type(x.dtype), c_type(op.result.dtype)
     xd = [dn(d) for d in x.shape]
     kk = dn(op.attrs["k"])
     out = list(dn.lines)

@@ -113,11 +113,8 @@ def lower_graph(g: GraphModel, inputs: list[dict]) -> Func:
         rets = [env_vals[r] for r in g.rets]
     except KeyError as e:
         raise CompileError(f"return value {e} is not produced") from None
-    # Checks a lowering needs only when its value is a result (the Op
-    # lists in b.ret_checks, e.g. ops/broadcast_grad.py).
-    ret_checks = getattr(b, "ret_checks", {})
     for v in dict.fromkeys(rets):
-        b.ops.extend(ret_checks.get(v, []))
+        b.ops.extend(b.result_checks.get(v, []))
     attrs = {"ret_names": g.ret_names}
     if any(v is not None for v in const_args):
         attrs["const_args"] = const_args

@@ -21,6 +21,11 @@ class Builder:
         self.env = env
         self.namer = namer
         self.ops: list[Op] = []
+        # Shape-valued tensors (ops/hostvals.py): value -> its elements as dims.
+        self.shape_values: dict[Value, list[str]] = {}
+        # Checks a lowering needs only when its value is a function result
+        # (e.g. ops/broadcast_grad.py): value -> assert ops.
+        self.result_checks: dict[Value, list[Op]] = {}
 
     # -- generic ------------------------------------------------------------
     def emit(self, name: str, operands: list[Value], dtype: DType,

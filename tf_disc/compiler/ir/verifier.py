@@ -1,9 +1,11 @@
 """Structural checks run after every pass: SSA order, op arity, dtype and
-shape rules of elementwise ops, broadcast dims, fusion regions."""
+shape rules of elementwise ops, broadcast dims, fusion regions, and the
+attributes passes leave for codegen (contract.py)."""
 from __future__ import annotations
 
 from ..errors import CompileError
 from ..shapes.symbolic import symbols_of
+from .contract import ContractError, check_contract
 from .core import Func, Op, Value
 from .opset import COMPARE_DIRECTIONS, spec
 
@@ -119,4 +121,8 @@ def verify(func: Func) -> Func:
     for v in func.rets:
         if v not in defined:
             raise VerifyError(f"IR verify: returned %{v.name} is undefined")
+    try:
+        check_contract(func)
+    except ContractError as e:
+        raise VerifyError(f"IR verify: {e}") from None
     return func

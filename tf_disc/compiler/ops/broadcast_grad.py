@@ -9,7 +9,7 @@ tell; see _position for what is compiled instead.  Sum over a size-1 axis
 is a no-op, so the gradient is TF's either way; the raw values are not
 (TF reduces every position where both dims are 1, and returns nothing for
 equal shapes): when they are a cluster result, calls where such a dim is 1
-run the original function (ret_checks, frontend/lower.py)."""
+run the original function (Builder.result_checks, frontend/lower.py)."""
 from __future__ import annotations
 
 from ..dtypes import INTS
@@ -75,11 +75,8 @@ def lower_broadcast_gradient_args(b, node, xs):
         risky = sorted({d for row in padded for d in row
                         if not is_static(d) and not env.known_one(d)})
         if risky:
-            checks = getattr(b, "ret_checks", None)
-            if checks is None:
-                checks = b.ret_checks = {}
             for v in outs:
-                checks.setdefault(v, []).extend(_not_one_checks(node, risky))
+                b.result_checks.setdefault(v, []).extend(_not_one_checks(node, risky))
     return outs
 
 

@@ -10,22 +10,16 @@ from ..errors import Unsupported
 from ..shapes.symbolic import is_static
 
 
-def _table(b) -> dict:
-    if not hasattr(b, "host_dims"):
-        b.host_dims = {}
-    return b.host_dims
-
-
 def bind_host(b, v, dims: list) -> None:
     """Declare v (a function input) shape-valued: its elements are dims."""
-    _table(b)[v] = [str(d) for d in dims]
+    b.shape_values[v] = [str(d) for d in dims]
 
 
 def host_dims(b, v):
     """Elements of v as dim strings, or None when v is not shape-valued."""
     if v.type.rank > 1 or not v.dtype.is_int:
         return None
-    t = _table(b)
+    t = b.shape_values
     if v in t:
         return list(t[v])
     op = producer(b, v)
@@ -54,7 +48,7 @@ def make_host(b, dims: list, dtype, scalar: bool = False):
     else:
         v = b.emit("dims_tensor", [], dtype, () if scalar else (str(len(dims)),),
                    dims=dims)
-    _table(b)[v] = dims
+    b.shape_values[v] = dims
     return v
 
 

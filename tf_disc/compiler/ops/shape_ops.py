@@ -55,7 +55,7 @@ def _reshape(b, x, shape):
     hd = host_dims(b, x)
     out = b.emit("reshape", [x], x.dtype, shape)
     if hd is not None and len(hd) == (int(shape[0]) if shape else 1):
-        b.host_dims[out] = hd
+        b.shape_values[out] = hd
     return out
 
 

@@ -1,5 +1,7 @@
 """The pass pipeline: one named list, run in order, optionally dumped
-(ir_<NN>_<pass>.mlir) after every step.  The input and the result are always
+(ir_<NN>_<pass>.mlir) after every step.  standard_passes is the list every
+target starts from, parameterized by what the target finds cheap to
+recompute (target/base.py Target.passes).  The input and the result are always
 verified; every step only when dumping or asked (verify_each): the checks
 after each of the ~12 passes were a third of the pipeline's Python time, all
 of it holding the GIL on the compile thread."""
@@ -7,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import functools
 import os
 from typing import Callable
 
@@ -33,35 +36,40 @@ log = logging.getLogger("blade_disc_tf.compiler")
 
 Pass = Callable[[Func], Func]
 
-PIPELINE: list[tuple[str, Pass]] = [
-    ("canonicalize", canonicalize),
-    ("cse", cse),
-    ("dce", dce),
-    ("sink_broadcasts", sink_broadcasts),
-    ("canonicalize_2", canonicalize),
-    ("fold_transposes", fold_transposes),
-    ("dce_2", dce),
-    ("rematerialize_broadcasts", rematerialize_broadcasts),
-    ("materialize_outputs", materialize_outputs),
-    ("stitch", stitch),
-    ("fuse", fuse),
-    ("split_epilogues", split_epilogues),
-    ("gemm_epilogue", fuse_gemm_epilogues),
-    ("merge_gemm", merge_gemms),
-    ("assign_buffers", assign_buffers),
-]
+
+def standard_passes(cheap: Callable[[str], bool]) -> list[tuple[str, Pass]]:
+    """The named pass list; cheap(op name): the target recomputes that
+    elementwise op per element rather than keep its result in memory
+    (sink_broadcasts, rematerialize_broadcasts)."""
+    return [
+        ("canonicalize", canonicalize),
+        ("cse", cse),
+        ("dce", dce),
+        ("sink_broadcasts", functools.partial(sink_broadcasts, cheap=cheap)),
+        ("canonicalize_2", canonicalize),
+        ("fold_transposes", fold_transposes),
+        ("dce_2", dce),
+        ("rematerialize_broadcasts", functools.partial(rematerialize_broadcasts,
+                                                       cheap_op=cheap)),
+        ("materialize_outputs", materialize_outputs),
+        ("stitch", stitch),
+        ("fuse", fuse),
+        ("split_epilogues", split_epilogues),
+        ("gemm_epilogue", fuse_gemm_epilogues),
+        ("merge_gemm", merge_gemms),
+        ("assign_buffers", assign_buffers),
+    ]
 
 
-def run_pipeline(func: Func, dump_dir: str | None = None,
-                 passes: list[tuple[str, Pass]] | None = None,
-                 verify_each: bool = False) -> Func:
-    """The pipeline on func and, where broadcasts are unresolved, on its
-    speculated copy (passes/speculate.py), which is kept (carrying the
-    general version) when it needs fewer kernels: else it would only double
-    the C++ to compile.  Dumps of the copy go to dump_dir/speculated."""
+def run_pipeline(func: Func, passes: list[tuple[str, Pass]], dump_dir: str | None = None,
+                 verify_each: bool = False, speculated: bool = True) -> Func:
+    """passes on func and, with `speculated` where broadcasts are unresolved,
+    on its speculated copy (passes/speculate.py), which is kept (carrying
+    the general version) when it needs fewer kernels: else it would only
+    double the C++ to compile.  Dumps of the copy go to dump_dir/speculated."""
     verify_each = verify_each or bool(dump_dir)
     general = _run(func, dump_dir, passes, verify_each)
-    copy = speculate(func) if passes is None else None
+    copy = speculate(func) if speculated else None
     if copy is None:
         return general
     sub = os.path.join(dump_dir, "speculated") if dump_dir else None
@@ -79,7 +87,7 @@ def _launches(func: Func) -> int:
                for op in func.ops)
 
 
-def _run(func: Func, dump_dir: str | None, passes: list[tuple[str, Pass]] | None,
+def _run(func: Func, dump_dir: str | None, passes: list[tuple[str, Pass]],
          verify_each: bool) -> Func:
     """Run passes in order, verifying the input, the result and, with
     verify_each, every step (a VerifyError then names the pass); dump when
@@ -92,7 +100,7 @@ def _run(func: Func, dump_dir: str | None, passes: list[tuple[str, Pass]] | None
 
     verify(func)
     dump(0, "input", func)
-    steps = passes or PIPELINE
+    steps = passes
     for i, (name, p) in enumerate(steps, start=1):
         func = p(func)
         if verify_each or i == len(steps):

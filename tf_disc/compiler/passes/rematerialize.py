@@ -7,15 +7,17 @@ written to memory by the first and read back by the other, so the first
 softmax used to write two [B, H, S, S] tensors that each later layer read
 again, where recomputing them from their small inputs costs one or two
 instructions per element.  So a value computed only from broadcasts of
-smaller tensors and cheap elementwise ops on them (cost <= 1, see
-codegen.ops.cost; nothing that can fail) is cloned, with its chain, right
+smaller tensors and elementwise ops on them that the target finds cheap to
+recompute (`cheap`, e.g. target/cpu.py cheap_to_recompute; nothing that can
+fail) is cloned, with its chain, right
 before each further elementwise or reduce user; other users (GEMMs,
 returns, index ops) keep sharing the original."""
 from __future__ import annotations
 
 import dataclasses
 
-from ..codegen.ops import cost
+from typing import Callable
+
 from ..ir.core import Func, Namer, Op, Value
 from ..ir.opset import spec
 
@@ -26,13 +28,13 @@ def _expands(op: Op) -> bool:
     return len(src) < len(dst) or any(s == "1" and d != "1" for s, d in zip(src, dst))
 
 
-def _cheap(op: Op, cheap: set[Value]) -> bool:
+def _cheap(op: Op, cheap: set[Value], cheap_op: Callable[[str], bool]) -> bool:
     if op.region is not None or len(op.results) != 1:
         return False
     if op.name == "broadcast_in_dim":
         return _expands(op)
     s = spec(op.name)
-    return (s.kind == "elementwise" and not s.may_fail and cost(op.name) <= 1
+    return (s.kind == "elementwise" and not s.may_fail and cheap_op(op.name)
             and all(v in cheap for v in op.operands))
 
 
@@ -41,11 +43,11 @@ def _fusible_user(op: Op) -> bool:
                                   or op.name == "reduce")
 
 
-def rematerialize_broadcasts(func: Func) -> Func:
+def rematerialize_broadcasts(func: Func, cheap_op: Callable[[str], bool]) -> Func:
     producer = {r: op for op in func.ops for r in op.results}
     cheap: set[Value] = set()
     for op in func.ops:
-        if _cheap(op, cheap):
+        if _cheap(op, cheap, cheap_op):
             cheap.add(op.result)
     if not cheap:
         return func

@@ -2,25 +2,26 @@
 broadcast_in_dim(f(a, b)) -> f(broadcast_in_dim(a), broadcast_in_dim(b))
 when f has no other user.  Then the broadcast reaches a buffer (a strided
 load) and f fuses into the consumer's loop instead of needing its own kernel
-and a temp.  Ops that cost more than a divide (codegen.ops.cost, measured:
-exp, logistic, erf, libm calls...) are not sunk: recomputing them per
-broadcast element could cost more than the extra kernel; tanh measures as
-cheap as a divide (1/8 cycle per element) and is sunk."""
+and a temp.  Only ops the target finds cheap to recompute (`cheap`, e.g.
+target/cpu.py cheap_to_recompute: no more than a divide per element) are
+sunk: recomputing exp, erf or a libm call per broadcast element could cost
+more than the extra kernel."""
 from __future__ import annotations
 
 import dataclasses
 
-from ..codegen.ops import cost
+from typing import Callable
+
 from ..ir.core import Func, Namer, Op, TensorType, Value
 from ..ir.opset import spec
 
 
-def _sinkable(op: Op) -> bool:
-    return spec(op.name).kind == "elementwise" and cost(op.name) <= 1 and \
+def _sinkable(op: Op, cheap: Callable[[str], bool]) -> bool:
+    return spec(op.name).kind == "elementwise" and cheap(op.name) and \
         not spec(op.name).may_fail
 
 
-def sink_broadcasts(func: Func) -> Func:
+def sink_broadcasts(func: Func, cheap: Callable[[str], bool]) -> Func:
     namer = Namer.for_func(func)
     ops = list(func.ops)
     changed = True
@@ -37,7 +38,7 @@ def sink_broadcasts(func: Func) -> Func:
             if op.name != "broadcast_in_dim":
                 continue
             inner = producer.get(op.operands[0])
-            if inner is None or not _sinkable(inner) or uses[inner.result] != 1:
+            if inner is None or not _sinkable(inner, cheap) or uses[inner.result] != 1:
                 continue
             bd = op.attrs["broadcast_dimensions"]
             new_ops, new_operands = [], []
