@@ -30,7 +30,7 @@ enum : int32_t {
   DISC_KERNEL_ERR_NEGATIVE_POWER = 2,  // integer to a negative integer power
 };
 
-
+// Elementwise ops with TF's NaN semantics (a NaN operand gives NaN).
 template <class T> inline T disc_max(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) { if (a != a || b != b) return a + b; }
   return a > b ? a : b;
@@ -52,6 +52,7 @@ template <class T> inline T disc_relu6(T x) {
   if (x != x) return x;
   return x > T(0) ? (x < T(6) ? x : T(6)) : T(0);
 }
+// TF's integer division, modulo and power: err := a code above where TF fails.
 template <class T> inline T disc_floor_div_int(T x, T y, int32_t& err) {
   if (y == 0) { err = DISC_KERNEL_ERR_DIV_BY_ZERO; return 0; }
   if (y == -1) return T(-x);
