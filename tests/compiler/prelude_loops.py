@@ -1,4 +1,4 @@
-"""The prelude (codegen/prelude.py) plus small extern "C" loops over it,
+"""The prelude (runtime/cpu/disc_prelude.h) plus small extern "C" loops over it,
 compiled as kernels are (same flags: the loops vectorize), for the accuracy
 tests of its math functions."""
 from __future__ import annotations
@@ -12,14 +12,15 @@ import numpy as np
 
 from blade_disc_tf.compiler.build import isa
 from blade_disc_tf.compiler.build.command import compile_command
-from blade_disc_tf.compiler.codegen.prelude import PRELUDE
+from blade_disc_tf.compiler.codegen.prelude import PRELUDE_INCLUDE
 
 
 def compile_loops(folder: str, name: str, loops: str) -> ctypes.CDLL:
-    """PRELUDE + loops (C++ source) built as folder/name.so and loaded."""
+    """The prelude's include + loops (C++ source) built as folder/name.so and
+    loaded."""
     src, lib = os.path.join(folder, f"{name}.cc"), os.path.join(folder, f"{name}.so")
     with open(src, "w") as f:
-        f.write(PRELUDE + loops)
+        f.write(PRELUDE_INCLUDE + "\n" + loops)
     cxx = os.environ.get("CXX", "c++")  # for this CPU's tier, as kernels are
     subprocess.run(compile_command(cxx, src, lib, isa.tier_flags(cxx, isa.host_tier())),
                    check=True)

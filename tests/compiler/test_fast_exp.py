@@ -1,5 +1,5 @@
-"""disc_exp_fast (the Softmax/LogSoftmax exp, codegen/prelude.py) within its
-documented 1.5 ulp of the true exp, compiled as kernels are (same flags, a
+"""disc_exp_fast (the Softmax/LogSoftmax exp, runtime/cpu/disc_math.h) within
+its documented 1.5 ulp of the true exp, compiled as kernels are (same flags, a
 vectorized loop), over a dense sweep of [-86.98, 88.72], 0 below (oneDNN's
 flush) and the special values."""
 import numpy as np
@@ -128,13 +128,13 @@ def _kernel_source(fn, dtype) -> str:
 def test_softmax_uses_fast_exp_only_where_tf_runs_onednn(dtype, fast):
     """f32 Softmax/LogSoftmax (half types compute in f32) call disc_exp_fast,
     as its x - rowmax(x) variants; f64 and tf.exp itself keep Eigen's
-    bitwise disc_exp, and an exp of anything else the clamped one."""
-    body = lambda src: src[src.index("}  // namespace"):]   # the kernels, not the prelude
+    bitwise disc_exp, and an exp of anything else the clamped one.  (The
+    prelude that defines them all is a header the source only includes.)"""
     # Softmax selects +inf for a NaN x itself (the _nan_free clamp);
     # LogSoftmax's row sum must see exp(NaN) = NaN
     for fn, variant in ((tf.nn.softmax, "nonpos_nan_free"), (tf.nn.log_softmax, "nonpos")):
-        src = body(_kernel_source(lambda x: fn(x) * x, dtype))
+        src = _kernel_source(lambda x: fn(x) * x, dtype)
         assert (f"disc_exp_fast_{variant}(" in src) == fast
         assert ("disc_exp(" in src) != fast
-    src = body(_kernel_source(lambda x: tf.exp(x) * x, dtype))
+    src = _kernel_source(lambda x: tf.exp(x) * x, dtype)
     assert "disc_exp(" in src and "disc_exp_fast" not in src

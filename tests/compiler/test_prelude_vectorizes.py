@@ -1,5 +1,6 @@
-"""Every prelude math function an elementwise op lowers to compiles, in a
-plain loop with the kernels' flags, to packed (SIMD) arithmetic.  A select
+"""Every prelude math function (runtime/cpu/disc_math.h) an elementwise op
+lowers to compiles, in a plain loop with the kernels' flags, to packed
+(SIMD) arithmetic.  A select
 GCC cannot vectorize anywhere inside one (expm1 and softplus had a mask of
 masks from disc_frexp's `a == 0 || be == 255`) makes the whole loop scalar:
 10-20x slower, and silently so.  Compile only, for the AVX2 and the AVX-512
@@ -14,7 +15,7 @@ import pytest
 
 from blade_disc_tf.compiler.build import isa
 from blade_disc_tf.compiler.build.command import compile_command
-from blade_disc_tf.compiler.codegen.prelude import PRELUDE
+from blade_disc_tf.compiler.codegen.prelude import PRELUDE_INCLUDE
 
 FUNCS = ["disc_exp", "disc_log", "disc_log1p", "disc_expm1", "disc_tanh", "disc_logistic",
          "disc_erf", "disc_erfc", "disc_elu", "disc_selu", "disc_softplus", "disc_exp_fast"]
@@ -36,7 +37,7 @@ def asm(request, tmp_path_factory) -> str:
     d = tmp_path_factory.mktemp("prelude_vec")
     src, out = os.path.join(d, "vec.cc"), os.path.join(d, "vec.s")
     with open(src, "w") as fh:
-        fh.write(PRELUDE + loops)
+        fh.write(PRELUDE_INCLUDE + "\n" + loops)
     cxx = os.environ.get("CXX", "c++")
     cmd = [a for a in compile_command(cxx, src, out, isa.tier_flags(cxx, request.param))
            if a != "-shared"]

@@ -1,8 +1,10 @@
 """Disk cache of compiled libraries.
 
 key = sha256(the library's one-unit source, the target's identity, full
-command templates, compiler identity, our version): the same whether it is built as one translation unit or
-split into several (a split that follows CPU load must not miss the cache).
+command templates, compiler identity, the bytes of the runtime headers it
+includes (headers.py), our version): the same whether it is built as one
+translation unit or split into several (a split that follows CPU load must
+not miss the cache).
 Files live in cache_dir (mode 0700) as <key>.so, each with a sidecar
 <key>.so.sha256 holding the sha256 of the library's bytes (the index entry).
 A build writes temp files and os.rename()s them into place (a loaded .so is
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 from .. import __version__
 from ..errors import CompileError
 from .command import compile_command, compiler_identity, link_command, object_command
+from .headers import headers_digest
 
 log = logging.getLogger("blade_disc_tf.compiler")
 
@@ -51,12 +54,13 @@ _warned: set = set()
 def toolchain_parts(target: str, cxx: str, extra: tuple, timeout_s: float = 30.0) -> list[str]:
     """What besides the source decides the built library: the target's
     identity (target/base.py cache_identity), the full command templates,
-    the compiler's identity (version, CPU flags) and our version."""
+    the compiler's identity (version, CPU flags), the runtime headers the
+    source includes (their bytes) and our version."""
     commands = [compile_command(cxx, "SRC", "OUT", extra),
                 object_command(cxx, "SRC", "OUT", extra),
                 link_command(cxx, ["OBJ"], "OUT", extra)]
     return [target, *(" ".join(c) for c in commands), compiler_identity(cxx, timeout_s),
-            __version__]
+            headers_digest(), __version__]
 
 
 def cache_key(source: str, target: str, cxx: str, extra: tuple, timeout_s: float = 30.0) -> str:

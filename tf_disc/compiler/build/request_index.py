@@ -9,10 +9,11 @@ the first request waits.  This index maps a request key, sha256 of
   - the cluster's FunctionDef bytes (DiscLaunch serializes them
     deterministically) and the request (inputs' dtypes, ranks and constant
     values, as sorted JSON), with the fast-math mode it compiles for,
-  - the compiler's fingerprint: every source file of the compiler package
-    and the runtime header that generated code includes, so that any change
-    to what generates a library changes every request key, and
-  - the target and the toolchain (cache.toolchain_parts),
+  - the compiler's fingerprint: every source file of the compiler package,
+    so that any change to what generates a library changes every request
+    key, and
+  - the target and the toolchain (cache.toolchain_parts: commands,
+    compiler, and the runtime headers that generated code includes),
 
 to the library key, in <cache_dir>/<request key>.req.  A hit is returned only
 through cache.verify_entry (the library's ownership, mode and sha256), and
@@ -28,7 +29,7 @@ import re
 import tempfile
 
 from .cache import toolchain_parts, untrusted_reason, verify_entry
-from .command import include_dir
+from .headers import files_digest
 
 _KEY = re.compile(r"[0-9a-f]{64}")
 _COMPILER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,22 +37,14 @@ _COMPILER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @functools.lru_cache(maxsize=1)
 def compiler_fingerprint() -> str:
-    """sha256 over the compiler package's Python sources and disc_abi.h."""
-    h = hashlib.sha256()
+    """sha256 over the compiler package's Python sources (the runtime
+    headers are toolchain_parts')."""
     files = []
     for root, dirs, names in os.walk(_COMPILER_ROOT):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        files += [os.path.join(root, n) for n in sorted(names) if n.endswith(".py")]
-    files.append(os.path.join(include_dir(), "disc_abi.h"))
-    for path in files:
-        h.update(os.path.relpath(path, _COMPILER_ROOT).encode() + b"\0")
-        try:
-            with open(path, "rb") as f:
-                h.update(f.read())
-        except OSError:
-            h.update(b"<missing>")
-        h.update(b"\0")
-    return h.hexdigest()
+        files += [os.path.relpath(os.path.join(root, n), _COMPILER_ROOT)
+                  for n in sorted(names) if n.endswith(".py")]
+    return files_digest(_COMPILER_ROOT, files)
 
 
 def request_key(request: dict, fdef: bytes, fast_math: str, target: str, cxx: str,
