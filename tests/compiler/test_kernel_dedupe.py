@@ -6,7 +6,8 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from blade_disc_tf.compiler.codegen.source import dedupe_kernels
+from blade_disc_tf.compiler.codegen.kernel_code import KernelCode
+from blade_disc_tf.compiler.codegen.source import NamedKernel, dedupe_kernels
 from blade_disc_tf.compiler.options import CompileOptions
 from blade_disc_tf.compiler.service import compile_request
 
@@ -59,21 +60,22 @@ def test_repeated_layers_compile_once_and_match_tf(tmp_path):
         np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
 
 
-K = ("struct {n}_args {{\n  float* o0;\n}};\n\nvoid {n}(void* closure, int64_t begin, int64_t end) "
-     "{{\n  const float {v} = 1.0f; // {msg}\n  const char* m = \"{msg}\";\n}}\n")
+def _code(value: str, msg: str = "x", chunk: int = 0) -> KernelCode:
+    return KernelCode(("  float* o0;",),
+                      (f"  const float v0 = {value}; // {msg}", f'  const char* m = "{msg}";'),
+                      chunk)
 
 
 def test_dedupe_only_renamings():
-    a = K.format(n="disc_kernel_0", v="v3", msg="x")
-    same = K.format(n="disc_kernel_1", v="v9", msg="x")
-    other_text = K.format(n="disc_kernel_2", v="v3", msg="y")
-    other_local = K.format(n="disc_kernel_3", v="w3", msg="x")
-    sources, aliases = dedupe_kernels([("disc_kernel_0", a), ("disc_kernel_1", same),
-                                       ("disc_kernel_2", other_text),
-                                       ("disc_kernel_3", other_local)])
-    assert sources == [a, other_text, other_local]
+    a = NamedKernel("disc_kernel_0", _code("1.0f", chunk=8))
+    same = NamedKernel("disc_kernel_1", _code("1.0f", chunk=8))
+    other_text = NamedKernel("disc_kernel_2", _code("1.0f", msg="y", chunk=8))
+    other_value = NamedKernel("disc_kernel_3", _code("2.0f", chunk=8))
+    emitted, aliases = dedupe_kernels([a, same, other_text, other_value])
+    assert emitted == [a, other_text, other_value]
     assert aliases == ["using disc_kernel_1_args = disc_kernel_0_args;",
-                       "constexpr DiscParallelFn disc_kernel_1 = disc_kernel_0;"]
+                       "constexpr DiscParallelFn disc_kernel_1 = disc_kernel_0;",
+                       "constexpr DiscParallelFn disc_kernel_1_chunks = disc_kernel_0_chunks;"]
 
 
 def test_distinct_kernels_stay():
@@ -85,11 +87,11 @@ def test_distinct_kernels_stay():
 
 
 def test_versions_share_kernels_across_namespaces():
-    a = K.format(n="disc_kernel_0", v="v3", msg="x")
-    b = K.format(n="disc_kernel_4", v="v7", msg="x")
+    a = NamedKernel("disc_kernel_0", _code("1.0f"))
+    b = NamedKernel("disc_kernel_4", _code("1.0f"))
     seen: dict = {}
-    assert dedupe_kernels([("disc_kernel_0", a)], seen, "disc_speculated") == ([a], [])
-    sources, aliases = dedupe_kernels([("disc_kernel_4", b)], seen, "disc_general")
+    assert dedupe_kernels([a], seen, "disc_speculated") == ([a], [])
+    sources, aliases = dedupe_kernels([b], seen, "disc_general")
     assert sources == [] and aliases == [
         "using disc_kernel_4_args = disc_speculated::disc_kernel_0_args;",
         "constexpr DiscParallelFn disc_kernel_4 = disc_speculated::disc_kernel_0;"]

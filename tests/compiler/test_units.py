@@ -1,20 +1,25 @@
 """A library split into translation units (codegen/source.py
 generate_units, built in parallel and linked by build/cache.py) computes
 what the one-unit library computes, speculated versions and GEMMs included."""
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from blade_disc_tf.compiler.build.cache import build
 from blade_disc_tf.compiler.codegen import source as codegen_source
-from blade_disc_tf.compiler.codegen.source import (generate_library, generate_source,
-                                                   generate_units, split_kernel)
+from blade_disc_tf.compiler.codegen.kernel_code import KernelCode
+from blade_disc_tf.compiler.codegen.source import generate_library, generate_source, generate_units
 from blade_disc_tf.compiler.errors import CompileError
 from blade_disc_tf.compiler import service
 from blade_disc_tf.compiler.service import _lower, parallel_units
 from blade_disc_tf.compiler.target import get_target
 
 from .harness import Executable
+
+# A kernel function's definition in generated code (kernel_code.py).
+_KERNEL_FN = re.compile(r"^void (\w+)\(void\* closure, int64_t begin, int64_t end\) \{$", re.M)
 
 F = tf.float32
 S3 = tf.TensorSpec([None, None, None], F)
@@ -119,7 +124,7 @@ def test_host_code_counts_toward_a_split(monkeypatch):
     take 1.0 s.  The host stays in unit 0, kernels go to the other unit."""
     func, _ = _func(stacked, [M, M, V, V])
     versions = codegen_source._render_versions(func)
-    kernels = sum(len(k) for _, ks, _, _ in versions for k in ks)
+    kernels = sum(len(k.text()) for _, ks, _, _ in versions for k in ks)
     host = int(codegen_source.HOST_WEIGHT * sum(len(c) + len(h) for c, _, _, h in versions))
     monkeypatch.setattr(codegen_source, "MIN_UNIT_CHARS", (kernels + host) // 2)
     assert kernels // codegen_source.MIN_UNIT_CHARS == 1  # kernels alone: one unit
@@ -142,13 +147,19 @@ def test_runnable_tasks_skips_threads_that_stop_spinning(monkeypatch, samples, w
     assert service._runnable_tasks() == want
 
 
-def test_split_kernel_rejects_other_text():
-    struct, body, decls = split_kernel(
-        "struct k_args {\n  int n;\n};\n\nvoid k(void* closure, int64_t begin, int64_t end) {\n}\n")
-    assert struct.startswith("struct k_args") and body.strip().startswith("void k(")
-    assert decls == ["void k(void* closure, int64_t begin, int64_t end);"]
-    with pytest.raises(ValueError):
-        split_kernel("int x;\n")
+def test_kernel_code_renders_under_its_name():
+    """A kernel is data: its struct, definitions and declarations (what unit
+    0 needs of a kernel another unit defines) follow from the name given."""
+    code = KernelCode(("  int64_t n;",), ("  (void)c;",), chunk=8)
+    assert code.struct("k") == "struct k_args {\n  int64_t n;\n};\n"
+    assert code.text("k") == code.struct("k") + code.definitions("k")
+    assert code.definitions("k").startswith(
+        "\nvoid k(void* closure, int64_t begin, int64_t end) {\n"
+        "  k_args& c = *static_cast<k_args*>(closure);\n  (void)c;\n}\n")
+    assert "k(closure, begin * 8, end * 8 < n ? end * 8 : n);" in code.definitions("k")
+    assert code.declarations("k") == ["void k(void* closure, int64_t begin, int64_t end);",
+                                      "void k_chunks(void* closure, int64_t begin, int64_t end);"]
+    assert code.shape() == code.text("DISC_KERNEL") != code.text("k")
 
 
 def test_unit_that_fails_fails_the_build(tmp_path):
@@ -182,7 +193,7 @@ def test_host_code_alone_is_compiled_at_host_opt(fn, specs, units, tiny_units):
         spans = _host_spans(source)
         inside = lambda at: any(b < at < e for b, e in spans)  # noqa: E731
         assert f'#pragma GCC optimize("{codegen_source.HOST_OPT}")' in source or not spans
-        for m in codegen_source._KERNEL_FN.finditer(source):
+        for m in _KERNEL_FN.finditer(source):
             assert not inside(m.start()), m.group(1)
         for entry in ("disc_entry(", "entry(const DiscRuntime"):
             for at in [i for i in range(len(source)) if source.startswith(entry, i)]:

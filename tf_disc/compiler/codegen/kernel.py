@@ -21,6 +21,7 @@ from . import ops as optable
 from .dispatch import emit_launch
 from .index_ops import IndexCtx, emit_index
 from .c_types import c_type
+from .kernel_code import KernelCode, LocalNames
 
 # Elements per parallel_for unit: one unit of work costs `cost` cycles.
 CHUNK = optable.UNITS_PER_CYCLE
@@ -45,7 +46,7 @@ class KernelInfo:
     buffers: list[Value]     # external values read from memory (field p<k>)
     loads: list[Load]        # strided loads (field st<j>)
     cost: int                # cycles per CHUNK elements (ops.cost units per element)
-    source: str = ""
+    code: KernelCode | None = None
     # Index ops (codegen/index_ops.py): dims the host passes in (field h),
     # whether the kernel needs the multi-index loop, gather error fields.
     hostvals: list = dataclasses.field(default_factory=list)
@@ -66,6 +67,7 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
     rank = len(shape)
     info = KernelInfo(f"disc_kernel_{k}", op, rank, [], [], 0)
     defined = {r for o in op.region.ops for r in o.results}
+    local = LocalNames()
 
     def buf(v: Value) -> int:
         if v not in info.buffers:
@@ -101,10 +103,11 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
         if spec(inner.name).kind == "index":
             t = c_type(res.dtype)
             info.needs_idx = True
-            index = f"const {t} {res.name} = {emit_index(inner, ictx)};"
+            name = local(res)
+            index = f"const {t} {name} = {emit_index(inner, ictx)};"
             stmts_slow.append(index)
             stmts_rows.append(index)
-            exprs[res] = (res.name, res.name, res.name)
+            exprs[res] = (name, name, name)
             cost += 2 * CHUNK  # a div/mod of the flat index per dim: a scalar loop
             continue
         if inner.name == "broadcast_in_dim":
@@ -128,10 +131,11 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
         args = [operand(v) for v in inner.operands]
         t = c_type(res.dtype)
         fast, slow, rows = (optable.emit(inner, [a[k] for a in args], t) for k in range(3))
-        stmts_fast.append(f"const {t} {res.name} = {fast};")
-        stmts_slow.append(f"const {t} {res.name} = {slow};")
-        stmts_rows.append(f"const {t} {res.name} = {rows};")
-        exprs[res] = (res.name, res.name, res.name)
+        name = local(res)
+        stmts_fast.append(f"const {t} {name} = {fast};")
+        stmts_slow.append(f"const {t} {name} = {slow};")
+        stmts_rows.append(f"const {t} {name} = {rows};")
+        exprs[res] = (name, name, name)
         cost += optable.emitted_cost(inner, [a[0] for a in args], t)
     info.cost = max(cost + LOAD_COST * len(info.buffers) + STORE_COST * len(op.results), 1)
     info.hostvals, info.uses_gather = ictx.hostvals, ictx.uses_gather
@@ -142,7 +146,7 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
         stmts_rows.append(f"c.o{m}[i] = {w};")
     if info.needs_idx:  # host sets fast = false
         stmts_fast = []
-    info.source = _render(info, stmts_fast, stmts_slow, stmts_rows)
+    info.code = _render(info, stmts_fast, stmts_slow, stmts_rows)
     return info
 
 
@@ -154,7 +158,7 @@ def launch(info: KernelInfo, c: str, n: str) -> list[str]:
                          f"{info.name}_chunks", f"&{c}")]
 
 
-def _render(info: KernelInfo, fast: list[str], slow: list[str], rows: list[str]) -> str:
+def _render(info: KernelInfo, fast: list[str], slow: list[str], rows: list[str]) -> KernelCode:
     r = info.rank
     fields = [f"  const {c_type(v.dtype)}* p{k};" for k, v in enumerate(info.buffers)]
     fields += [f"  {c_type(v.dtype)}* o{m};" for m, v in enumerate(info.op.results)]
@@ -169,17 +173,14 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str], rows: list[str])
     fields.append("  int32_t err;")
     nl = len(info.loads)
     ind = "      "
-    lines = [f"struct {info.name}_args {{", *fields, "};", "",
-             f"void {info.name}(void* closure, int64_t begin, int64_t end) {{",
-             f"  {info.name}_args& c = *static_cast<{info.name}_args*>(closure);",
-             "  int32_t err = 0;",
+    lines = ["  int32_t err = 0;",
              "  if (c.fast) {",
              "#pragma GCC ivdep",
              "    for (int64_t i = begin; i < end; ++i) {",
              *[ind + s for s in fast],
              "    }"]
     if rows_always(info):  # the strided loop below would never run
-        return "\n".join(lines + _render_rows(info, rows, always=True) + _tail(info))
+        return _code(fields, lines + _render_rows(info, rows, always=True))
     if r >= 2 and nl and not info.needs_idx:
         lines += _render_rows(info, rows)
     lines += ["  } else {"]
@@ -205,19 +206,14 @@ def _render(info: KernelInfo, fast: list[str], slow: list[str], rows: list[str])
                   "        idx[d] = 0;",
                   "      }"]
     lines += ["    }"]
-    return "\n".join(lines + _tail(info))
+    return _code(fields, lines)
 
 
-def _tail(info: KernelInfo) -> list[str]:
-    """The end of the kernel function (after its last loop) and its chunked
-    entry."""
-    return ["  }",
-            "  if (err) __atomic_store_n(&c.err, err, __ATOMIC_RELAXED);",
-            "}", "",
-            f"void {info.name}_chunks(void* closure, int64_t begin, int64_t end) {{",
-            f"  const int64_t n = static_cast<{info.name}_args*>(closure)->n;",
-            f"  {info.name}(closure, begin * {CHUNK}, end * {CHUNK} < n ? end * {CHUNK} : n);",
-            "}", ""]
+def _code(fields: list[str], lines: list[str]) -> KernelCode:
+    """The kernel from its loops: the end of the range function (a recorded
+    error) and the chunked entry launch() runs."""
+    tail = ["  }", "  if (err) __atomic_store_n(&c.err, err, __ATOMIC_RELAXED);"]
+    return KernelCode(tuple(fields), tuple(lines + tail), CHUNK)
 
 
 def rows_always(info: KernelInfo) -> bool:

@@ -14,7 +14,7 @@ code and the kernels' argument structs, the kernels are spread over all
 units by source size."""
 from __future__ import annotations
 
-import re
+import dataclasses
 
 from ..ir.core import Func
 from .abi import abi_guard
@@ -23,17 +23,11 @@ from .cstr import c_comment
 from .host import ENTRY_HEAD, render_host
 from .host_checks import HOST_HELPERS
 from .kernel import build_kernel
+from .kernel_code import KernelCode
 from .stitch import build_stitch
 from .prelude import PRELUDE_INCLUDE
 
-# A kernel's source (kernel.py, stitch.py): `struct NAME_args {...};`, then
-# functions of this signature.
-_KERNEL_FN = re.compile(r"^void (\w+)\(void\* closure, int64_t begin, int64_t end\) \{$", re.M)
 _SPECULATED = ("disc_speculated", "disc_general")
-# Kernel-local identifiers named after IR values (v12, stitch's a_v12_s), and
-# string literals (never renamed).
-_LOCAL = re.compile(r"\b(?:a_)?v\d\w*")
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 # Weighted source characters (kernels, plus the host code at HOST_WEIGHT) per
 # extra unit: each unit parses the prelude again (~0.2 s) and the library
 # needs a link step, which smaller splits don't repay.
@@ -56,60 +50,54 @@ def _host_block(host: str) -> str:
     return "\n".join([_GCC_ONLY.format(begin), host, _GCC_ONLY.format("#pragma GCC pop_options")])
 
 
-def _shape(name: str, source: str) -> str:
-    """source with its own name and its locals renamed canonically: equal
-    for two kernels that differ only in those."""
-    source = re.sub(rf"\b{name}(?=_args\b|_chunks\b|\b)", "DISC_KERNEL", source)
-    local: dict[str, str] = {}
+@dataclasses.dataclass(frozen=True)
+class NamedKernel:
+    """A kernel to emit under its name (kernel_code.py)."""
+    name: str
+    code: KernelCode
 
-    def rename(code: str) -> str:
-        return _LOCAL.sub(lambda m: local.setdefault(m.group(0), "\0" + str(len(local))), code)
-
-    out, at = [], 0
-    for m in _STRING.finditer(source):
-        out += [rename(source[at:m.start()]), m.group(0)]
-        at = m.end()
-    return "".join(out + [rename(source[at:])])
+    def text(self) -> str:
+        return self.code.text(self.name)
 
 
-def dedupe_kernels(named: list[tuple[str, str]], seen: dict | None = None,
-                   ns: str = "") -> tuple[list[str], list[str]]:
-    """(kernel sources to emit, alias lines) for (name, source) pairs: a
-    kernel whose source equals an earlier one's but for its name (the same
-    layer repeated: every layer of a BERT) becomes aliases of that one's
-    argument struct and functions instead of another copy to compile.
-    seen (shape -> (namespace, name), updated) carries the kernels of the
-    versions emitted before this one, in namespace `ns`: a speculated
-    function's general version reuses the speculated version's copies of
-    the kernels both have (kernels reference nothing outside themselves but
-    the prelude)."""
+def dedupe_kernels(kernels: list[NamedKernel], seen: dict | None = None,
+                   ns: str = "") -> tuple[list[NamedKernel], list[str]]:
+    """(kernels to emit, alias lines): a kernel whose code equals an earlier
+    one's but for its name (the same layer repeated: every layer of a BERT)
+    becomes aliases of that one's argument struct and functions instead of
+    another copy to compile.  seen (shape -> (namespace, name), updated)
+    carries the kernels of the versions emitted before this one, in
+    namespace `ns`: a speculated function's general version reuses the
+    speculated version's copies of the kernels both have (kernels reference
+    nothing outside themselves but the prelude)."""
     first: dict[str, tuple[str, str]] = {} if seen is None else seen
-    sources, aliases = [], []
-    for name, src in named:
-        shape = _shape(name, src)
+    emitted, aliases = [], []
+    for k in kernels:
+        shape = k.code.shape()
         if shape not in first:
-            first[shape] = (ns, name)
-            sources.append(src)
+            first[shape] = (ns, k.name)
+            emitted.append(k)
             continue
         where, was = first[shape]
         was = f"{where}::{was}" if where != ns else was
-        aliases.append(f"using {name}_args = {was}_args;")
-        aliases += [f"constexpr DiscParallelFn {fn} = {was}{fn[len(name):]};"
-                    for fn in _KERNEL_FN.findall(src)]
-    return sources, aliases
+        aliases.append(f"using {k.name}_args = {was}_args;")
+        aliases += [f"constexpr DiscParallelFn {k.name}{s} = {was}{s};"
+                    for s in k.code.suffixes()]
+    return emitted, aliases
 
 
 def _version(func: Func, entry_name: str | None, seen: dict,
-             ns: str) -> tuple[str, list[str], list[str], str]:
-    """(constant arrays, kernel sources, kernel aliases, host source) of one
-    version (in namespace ns; seen: dedupe_kernels')."""
+             ns: str) -> tuple[str, list[NamedKernel], list[str], str]:
+    """(constant arrays, kernels, kernel aliases, host source) of one version
+    (in namespace ns; seen: dedupe_kernels')."""
     consts = {op.result: op for op in func.ops if op.name == "constant"}
     kernels = {op: build_kernel(op, consts) for op in func.ops if op.name == "fusion"}
     kernels.update({op: build_stitch(op, consts, i) for i, op in
                     enumerate(o for o in func.ops if o.name == "stitch")})
     const_src, host_src = render_host(func, kernels, entry_name)
-    sources, aliases = dedupe_kernels([(k.name, k.source) for k in kernels.values()], seen, ns)
-    return const_src, sources, aliases, host_src
+    emitted, aliases = dedupe_kernels([NamedKernel(k.name, k.code) for k in kernels.values()],
+                                      seen, ns)
+    return const_src, emitted, aliases, host_src
 
 
 def _guard(func: Func) -> str:
@@ -146,7 +134,7 @@ def _helper(func: Func) -> list[str]:
     return [GEMM_HELPER] if any(needs_helper(f.ops) for f in _versions(func)) else []
 
 
-def _render_versions(func: Func) -> list[tuple[str, list[str], list[str], str]]:
+def _render_versions(func: Func) -> list[tuple[str, list[NamedKernel], list[str], str]]:
     seen: dict = {}
     if func.general is None:
         return [_version(func, None, seen, "")]
@@ -157,29 +145,19 @@ def _one_unit(func: Func, versions: list) -> str:
     head = _head(func)
     if func.general is None:
         const_src, kernels, aliases, host = versions[0]
-        return "\n".join(head + ["namespace {", const_src, *kernels, *aliases, "}  // namespace",
-                                 ""] + _helper(func) + [_host_block(host)])
+        return "\n".join(head + ["namespace {", const_src, *[k.text() for k in kernels],
+                                 *aliases, "}  // namespace", ""]
+                         + _helper(func) + [_host_block(host)])
     parts = head + _helper(func)
     for ns, (const_src, kernels, aliases, host) in zip(_SPECULATED, versions):
-        parts += [f"namespace {ns} {{", const_src, *kernels, *aliases, _host_block(host),
-                  f"}}  // namespace {ns}", ""]
+        parts += [f"namespace {ns} {{", const_src, *[k.text() for k in kernels], *aliases,
+                  _host_block(host), f"}}  // namespace {ns}", ""]
     return "\n".join(parts + _dispatch(func))
 
 
 def generate_source(func: Func) -> str:
     """C++ source implementing disc_entry for `func` (after the pipeline)."""
     return _one_unit(func, _render_versions(func))
-
-
-def split_kernel(source: str) -> tuple[str, str, list[str]]:
-    """(argument struct, function definitions, function declarations) of one
-    kernel's source."""
-    struct, sep, body = source.partition("\n};\n")
-    names = _KERNEL_FN.findall(body)
-    if not struct.startswith("struct ") or not sep or not names:
-        raise ValueError(f"not a kernel source: {source[:80]!r}")
-    decls = [f"void {n}(void* closure, int64_t begin, int64_t end);" for n in names]
-    return struct + sep, body, decls
 
 
 def _assign(sizes: list[int], units: int, first: int) -> list[int]:
@@ -209,22 +187,24 @@ def generate_library(func: Func, units: int) -> tuple[str, list[str]]:
     names = _SPECULATED if spec else ("disc_kernels",)
     versions = _render_versions(func)
     single = _one_unit(func, versions)
-    items = [(v, k) for v, (_, kernels, _, _) in enumerate(versions) for k in kernels]
+    items = [(v, k, k.text()) for v, (_, kernels, _, _) in enumerate(versions) for k in kernels]
     host_size = int(HOST_WEIGHT * sum(len(c) + len(h) for c, _, _, h in versions))
-    weight = host_size + sum(len(k) for _, k in items)
+    weight = host_size + sum(len(text) for _, _, text in items)
     units = max(1, min(units, len(items) + 1, weight // MIN_UNIT_CHARS))
     if units == 1:
         return single, [single]
-    where = _assign([len(k) for _, k in items], units, host_size)
+    where = _assign([len(text) for _, _, text in items], units, host_size)
     out = []
     for u in sorted(set(where) | {0}):
         parts = _head(func) + (_helper(func) if u == 0 else [])
         for v, (ns, (const_src, _, aliases, host)) in enumerate(zip(names, versions)):
-            mine = [k for (kv, k), ku in zip(items, where) if kv == v and ku == u]
+            mine = [text for (kv, _, text), ku in zip(items, where) if kv == v and ku == u]
             if u == 0:
-                others = [split_kernel(k) for (kv, k), ku in zip(items, where)
-                          if kv == v and ku != 0]
-                scope = [const_src, *[s + "\n" + "\n".join(d) + "\n" for s, _, d in others],
+                # unit 0 declares the kernels other units define
+                others = [k for (kv, k, _), ku in zip(items, where) if kv == v and ku != 0]
+                scope = [const_src,
+                         *[k.code.struct(k.name) + "\n" + "\n".join(k.code.declarations(k.name))
+                           + "\n" for k in others],
                          *mine, *aliases] + ([_host_block(host)] if spec else [])
             else:
                 scope = mine

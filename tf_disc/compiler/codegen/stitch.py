@@ -25,6 +25,7 @@ from .dispatch import emit_launch
 from .host_checks import free_temps, kernel_error_check
 from .reduce import _combine, _init
 from .kernel import _scalar_const
+from .kernel_code import KernelCode, LocalNames
 from .c_types import c_type
 
 # err code for a failed scratch allocation (the others are prelude.py's).
@@ -47,7 +48,7 @@ class StitchInfo:
     buffers: list[Value] = dataclasses.field(default_factory=list)
     loads: list[RowLoad] = dataclasses.field(default_factory=list)
     cost: int = 1     # ops.cost units per row element (see row_cost)
-    source: str = ""
+    code: KernelCode | None = None
 
 
 # ops.cost units per measured cycle (shared with loop kernels): the row
@@ -73,6 +74,7 @@ class _Emitter:
         self.phase: dict[Value, int] = {}
         self.expr: dict[Value, str] = {}
         self.invariant: set[Value] = set()   # row-shaped, constant along the row
+        self.local = LocalNames()
 
     def is_row(self, v: Value) -> bool:
         """Row-shaped and varying along the row (computed in the j loops)."""
@@ -182,7 +184,7 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
             x = o.operands[0]
             em.expr[r] = em.expr[x] if x in em.region_vals else em.load(o)
             return []
-        em.expr[r] = r.name
+        em.expr[r] = em.local(r)
         args = [operand(x, ph) for x in o.operands]
         if optable.uses_fast_exp(o, t_of[r]) and _minus_row_max(o.operands[0], producer):
             # the argument is never positive: a cheaper exp (prelude)
@@ -190,7 +192,7 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
                 o, region.ops, producer) else "nonpos"
             o = Op(o.name, o.operands, o.results, dict(o.attrs, fast=variant), o.region)
         e = optable.emit(o, args, t_of[r])
-        return [f"const {t_of[r]} {r.name} = {e};"]
+        return [f"const {t_of[r]} {em.local(r)} = {e};"]
 
     def per_row_ops(ph: int) -> list[str]:
         lines = []
@@ -239,11 +241,11 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
                     o, em, scratch, vec=lanes,
                     scalar=operand(x, em.phase[x] + 1) if x in recompute else None)
                 if o.result in outputs:
-                    body.append(f"c.o{outputs[o.result]}[r] = {o.result.name};")
+                    body.append(f"c.o{outputs[o.result]}[r] = {em.local(o.result)};")
                 cost += 1
     body += per_row_ops(nphases)
     info.cost = cost + 1 + len(region.outputs)
-    info.source = _render(info, scratch, body)
+    info.code = _render(info, scratch, body)
     return info
 
 
@@ -309,10 +311,11 @@ def _loop_with_reductions(loop: list[str], reds: list[Op], em: _Emitter,
     decls, head, steps, half, tails = [], [], [], [], []
     for o in reds:
         x, r, t = o.operands[0], o.result, c_type(o.operands[0].dtype)
-        lanes, src, a = 64 // (4 if t == "float" else 8), f"s{scratch.index(x)}", f"a_{r.name}"
+        lanes, src = 64 // (4 if t == "float" else 8), f"s{scratch.index(x)}"
+        a = f"a_{em.local(r)}"
         vt = f"{a}_v"
-        em.expr[r] = r.name
-        decls.append(f"{t} {r.name};")
+        em.expr[r] = em.local(r)
+        decls.append(f"{t} {em.local(r)};")
         head += [f"typedef {t} {vt} __attribute__((vector_size({lanes} * sizeof({t}))));",
                  f"{vt} {a}0 = {vt}{{}} + {_init('max_ignore_nan', t)}, {a}1 = {a}0;"]
         steps += [f"{{ {vt} x; std::memcpy(&x, {src} + j0 + {k * lanes}, sizeof x); "
@@ -324,7 +327,7 @@ def _loop_with_reductions(loop: list[str], reds: list[Op], em: _Emitter,
                   f"{{ {t} m = {a}0[0];",
                   f"  for (int64_t j = j0; j < R; ++j) {{ "
                   f"{_lane_combine('max_ignore_nan', 'm', f'{src}[j]')} }}",
-                  f"  {r.name} = m; }}"]
+                  f"  {em.local(r)} = m; }}"]
 
     def block(n: int, step_lines: list[str]) -> list[str]:
         return ["  #pragma GCC ivdep", f"  for (int u = 0; u < {n}; ++u) {{",
@@ -460,14 +463,14 @@ def _row_reduce(o: Op, em: _Emitter, scratch: list[Value], declare: bool = True,
     load function, index) and, in its scalar tail, scalar."""
     x, r = o.operands[0], o.result
     kind, t = o.attrs["kind"], c_type(x.dtype)
-    em.expr[r] = r.name
-    a = f"a_{r.name}"
+    em.expr[r] = em.local(r)
+    a = f"a_{em.local(r)}"
     if t == "float" and kind == "sum" and vec is not None:   # x has no row of its own
-        return _blocked_float_sum(a, "", r.name, c_type(r.dtype), declare,
+        return _blocked_float_sum(a, "", em.local(r), c_type(r.dtype), declare,
                                   lambda j: vec(f"{a}_v", f"{a}_ld", j), scalar)
     src = f"s{scratch.index(x)}" if x in em.region_vals else f"(c.p{em.buf(x)} + row)"
     if t == "float" and kind == "sum":
-        return _blocked_float_sum(a, src, r.name, c_type(r.dtype), declare)
+        return _blocked_float_sum(a, src, em.local(r), c_type(r.dtype), declare)
     at = "double" if (t == "float" and kind in ("sum", "prod")) else t
     lanes = 8 if at in ("double", "int64_t") else 16
     if at in ("float", "double") and kind in _VECTOR_KINDS:
@@ -487,7 +490,7 @@ def _row_reduce(o: Op, em: _Emitter, scratch: list[Value], declare: bool = True,
             f"  for (; j < R; ++j) {{ {_lane_combine(kind, f'{a}[0]', f'{at}({src}[j])')} }}",
             *fold,
             "}",
-            f"{_declared(c_type(r.dtype), declare)}{r.name} = {c_type(r.dtype)}({a}[0]);"]
+            f"{_declared(c_type(r.dtype), declare)}{em.local(r)} = {c_type(r.dtype)}({a}[0]);"]
 
 
 def _declared(t: str, declare: bool) -> str:
@@ -647,7 +650,7 @@ def _next_load_index(n: int, nl: int) -> list[str]:
             "    }"]
 
 
-def _render(info: StitchInfo, scratch: list[Value], body: list[str]) -> str:
+def _render(info: StitchInfo, scratch: list[Value], body: list[str]) -> KernelCode:
     n = len(info.row_shape)
     nl = len(info.loads)
     fields = [f"  const {c_type(v.dtype)}* p{k};" for k, v in enumerate(info.buffers)]
@@ -656,10 +659,7 @@ def _render(info: StitchInfo, scratch: list[Value], body: list[str]) -> str:
     fields += [f"  int64_t st{k}[{max(n - 1, 1)}];" for k in range(nl)]
     fields += [f"  int64_t sj{k};" for k, ld in enumerate(info.loads) if ld.inner == "runtime"]
     fields.append("  int32_t err;")
-    lines = [f"struct {info.name}_args {{", *fields, "};", "",
-             f"void {info.name}(void* closure, int64_t begin, int64_t end) {{",
-             f"  {info.name}_args& c = *static_cast<{info.name}_args*>(closure);",
-             "  int32_t err = 0;",
+    lines = ["  int32_t err = 0;",
              f"  const int64_t R = c.dims[{n - 1}];"]
     if scratch:
         # each scratch row starts on a cache line: 16-byte aligned rows
@@ -682,5 +682,5 @@ def _render(info: StitchInfo, scratch: list[Value], body: list[str]) -> str:
     lines += ["    (void)row;", *["    " + s for s in body], "  }"]
     if scratch:
         lines.append("  std::free(mem);")
-    lines += ["  if (err) __atomic_store_n(&c.err, err, __ATOMIC_RELAXED);", "}", ""]
-    return "\n".join(lines)
+    lines.append("  if (err) __atomic_store_n(&c.err, err, __ATOMIC_RELAXED);")
+    return KernelCode(tuple(fields), tuple(lines))
