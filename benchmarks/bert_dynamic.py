@@ -25,7 +25,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -191,22 +191,22 @@ def onnx_runtime(config: Config) -> Optional[Callable]:
     return worker
 
 
-def switched(fn: Callable, self_guard: bool = False, **switches: str) -> Callable:
-    """Ours with runtime A/B switches set for the call (runtime/switches.h),
-    so one run times a kernel change both ways: DISC_GEMM_SKINNY=0 (skinny
-    GEMMs on Eigen) or w (the 6 x 64 tile for all m), DISC_GEMM_MULTI=0
-    (merged Q/K/V products one at a time), DISC_GEMM_EPILOGUE=0 (epilogues
-    as a second pass over C instead of per block while in cache),
-    DISC_KERNEL_THREADS=1 (GEMMs on one thread: a deliberately slowed
-    policy).  self_guard: the self-guard on for the call (off in every other
-    mode of ours, so they time our code, not TF's)."""
+def switched(fn: Callable, self_guard: bool = False, **policy: Any) -> Callable:
+    """Ours with kernel policy fields set for the call (disc.kernel_policy),
+    so one run times a kernel change both ways: skinny_gemm="off" (skinny
+    GEMMs on Eigen) or "wide_tile" (the 6 x 64 tile for all m),
+    multi_gemm=False (merged Q/K/V products one at a time),
+    gemm_epilogue_fusion=False (epilogues as a second pass over C instead of
+    per block while in cache), kernel_threads=1 (GEMMs on one thread: a
+    deliberately slowed policy).  self_guard: the self-guard on for the call
+    (off in every other mode of ours, so they time our code, not TF's)."""
     import blade_disc_tf as disc
 
     def call(*args):
         if self_guard:
             disc.set_options(self_guard=True)
         try:
-            with disc.runtime_switches(**switches):
+            with disc.kernel_policy(**policy):
                 out = fn(*args)
                 return out.numpy() if hasattr(out, "numpy") else out
         finally:
@@ -233,18 +233,16 @@ def build_modes(config: Config, weights, names: str) -> List[Mode]:
         Mode("onnxruntime", lambda: onnx_runtime(config)),
         Mode("ours", fresh(model), ours=True),
         Mode("ours_async", fresh(model), ours=True, async_compile=True),
-        Mode("ours_eigen_gemm", lambda: switched(fresh(model)(), DISC_GEMM_SKINNY="0"),
+        Mode("ours_eigen_gemm", lambda: switched(fresh(model)(), skinny_gemm="off"), ours=True),
+        Mode("ours_wide_tile", lambda: switched(fresh(model)(), skinny_gemm="wide_tile"),
              ours=True),
-        Mode("ours_wide_tile", lambda: switched(fresh(model)(), DISC_GEMM_SKINNY="w"), ours=True),
-        Mode("ours_no_multi", lambda: switched(fresh(model)(), DISC_GEMM_MULTI="0"), ours=True),
-        Mode("ours_epilogue_pass", lambda: switched(fresh(model)(), DISC_GEMM_EPILOGUE="0"),
-             ours=True),
+        Mode("ours_no_multi", lambda: switched(fresh(model)(), multi_gemm=False), ours=True),
+        Mode("ours_epilogue_pass",
+             lambda: switched(fresh(model)(), gemm_epilogue_fusion=False), ours=True),
         Mode("ours_guarded", lambda: switched(fresh(model)(), self_guard=True), ours=True),
-        Mode("ours_slowed", lambda: switched(fresh(model)(), DISC_KERNEL_THREADS="1"),
-             ours=True),
+        Mode("ours_slowed", lambda: switched(fresh(model)(), kernel_threads=1), ours=True),
         Mode("ours_slowed_guarded",
-             lambda: switched(fresh(model)(), self_guard=True, DISC_KERNEL_THREADS="1"),
-             ours=True),
+             lambda: switched(fresh(model)(), self_guard=True, kernel_threads=1), ours=True),
         Mode("gemm_floor(ours)", fresh(floor, floor_spec), ours=True, floor=True),
         # The same GEMMs in stock TF (oneDNN): tf / this is the most a fused
         # model can gain over stock TF without faster GEMMs than TF's.

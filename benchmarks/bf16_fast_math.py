@@ -11,8 +11,8 @@ key, so the two modes of ours run different executables.  Errors: the model
 output against stock TF fp32 (max |diff| / max |tf|), the GEMMs against
 float64 per element scaled by sum |a||b| (the documented bound is
 2^-7 + 2^-15 + k 2^-23 of it).  --ab NAME=VALUE adds a mode "ours_bf16_ab":
-fast math with that runtime switch set (README "Benchmark switches"), so a
-kernel change is A/B-timed in one process, e.g. --ab DISC_GEMM_EPILOGUE=0.
+fast math with that kernel policy field set (README "Kernel policy"), so a
+kernel change is A/B-timed in one process, e.g. --ab gemm_epilogue_fusion=false.
 
     python benchmarks/bf16_fast_math.py [--workload B] [--layers 4] [--repeats 5] [--quick]
         [--skip-model]
@@ -25,7 +25,7 @@ import contextlib
 import os
 import sys
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -41,25 +41,25 @@ from timing import interleaved_medians, print_table  # noqa: E402
 MODES = (("tf", False, ""), ("ours_fp32", True, ""), ("ours_bf16", True, "bf16"))
 
 
-def with_fast_math(fn: Callable, mode: str, switches: Optional[Dict[str, str]] = None) -> Callable:
-    """fn called with the fast_math option set to `mode` (and the runtime
-    switches, if any, set around the call), output as numpy."""
+def with_fast_math(fn: Callable, mode: str, policy: Optional[Dict[str, Any]] = None) -> Callable:
+    """fn called with the fast_math option set to `mode` (and the kernel
+    policy fields, if any, set around the call), output as numpy."""
     import blade_disc_tf as disc
 
     def call(*args):
         disc.set_options(fast_math=mode)
-        with disc.runtime_switches(**switches) if switches else contextlib.nullcontext():
+        with disc.kernel_policy(**policy) if policy else contextlib.nullcontext():
             out = fn(*args)
             return out.numpy() if hasattr(out, "numpy") else np.asarray(out)
     return call
 
 
-def build_modes(body: Callable, signature, requests: List, ab: Optional[Dict[str, str]] = None,
+def build_modes(body: Callable, signature, requests: List, ab: Optional[Dict[str, Any]] = None,
                 **disc_options):
     """One tf.function per mode, each run over `requests` right away (the
     cold pass: TF optimizes a function at its first call): stock TF while
     blade_disc_tf is disabled, ours after enabling it with a fresh cache.
-    With `ab` (runtime switches), a fourth mode ours_bf16_ab: fast math with
+    With `ab` (kernel policy fields), a fourth mode ours_bf16_ab: fast math with
     them set.  Returns (functions, cold-pass outputs, cold seconds, bf16 keys)."""
     import blade_disc_tf as disc
 
@@ -83,7 +83,7 @@ def build_modes(body: Callable, signature, requests: List, ab: Optional[Dict[str
 
 
 def run_model(config: Config, workload_name: str, requests: List, repeats: int,
-              ab: Optional[Dict[str, str]] = None) -> None:
+              ab: Optional[Dict[str, Any]] = None) -> None:
     weights = make_weights(config)
 
     def model(ids, mask):
@@ -164,18 +164,20 @@ def main() -> None:
     parser.add_argument("--skip-model", action="store_true", help="GEMM table only")
     parser.add_argument("--skip-gemms", action="store_true", help="model only")
     parser.add_argument("--ab", metavar="NAME=VALUE", action="append", default=[],
-                        help="model: add fast math with this runtime switch set")
+                        help="model: add fast math with this kernel policy field set "
+                             "(e.g. gemm_epilogue_fusion=false)")
     args = parser.parse_args()
     config = (Config(hidden=64, heads=4, ffn=256, layers=1, vocab=1000) if args.quick
               else Config(layers=args.layers))
     repeats = 1 if args.quick else args.repeats
     from blade_disc_tf import _library
+    from blade_disc_tf.kernel_policy import parse_kernel_policy_setting
 
     print(f"{os.cpu_count()} CPUs; avx512_bf16: "
           f"{any(' avx512_bf16' in line for line in open('/proc/cpuinfo') if line.startswith('flags'))}"
           f"; the bf16 kernel runs by default: {_library.load().stats()['cpu']['bf16_gemm']}")
     if not args.skip_model:
-        ab = dict(item.split("=", 1) for item in args.ab)
+        ab = dict(parse_kernel_policy_setting(item) for item in args.ab)
         run_model(config, args.workload, workload(args.workload, config.vocab, args.quick),
                   repeats, ab)
     if not args.skip_gemms:

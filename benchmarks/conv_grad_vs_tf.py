@@ -10,15 +10,15 @@ stock TF is traced and optimized before blade_disc_tf is enabled.
 
     python benchmarks/conv_grad_vs_tf.py [--repeats 9] [--match "input 32x14"]
                                          [--clock cpu] [--threads 1]
-                                         [--ab DISC_CONV_TRANSPOSE_COL2IM=1]
+                                         [--ab conv_transpose_col2im=on]
 
 --clock cpu times process CPU time (all threads) instead of wall time:
-steadier on a shared machine, for A/B runs of the kernels' switches
-(DISC_CONV_TRANSPOSE_COL2IM=0 / 1 in the environment).  --threads N sets
+steadier on a shared machine, for A/B runs of the kernels' paths
+(kernel policy conv_transpose_col2im off / on).  --threads N sets
 TF's intra-op pool (which both stock TF and blade_disc_tf run on) to N
 threads: --threads 1 compares the kernels' single-core efficiency, which
 the other jobs on a shared machine disturb least.  --ab NAME=VALUE also
-times blade_disc_tf with that runtime switch set (disc.runtime_switches),
+times blade_disc_tf with that kernel policy field set (disc.kernel_policy),
 interleaved with the other two: an A/B of a kernel's algorithms under the
 same machine load (column ab/tf).
 
@@ -28,7 +28,6 @@ at 56x56, the 1x1 256->64 at 56x56 and the strided 3x3 128 (56 -> 28).
 import argparse
 import os
 import time
-from typing import Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -74,13 +73,6 @@ def body(op: str, stride: int, padding: str):
     return lambda x, f, dy: OPS[op](x, f, dy, strides=[1, stride, stride, 1], padding=padding)
 
 
-def _with_switch(disc, setting: str, fn: Callable[[], object]) -> object:
-    """fn() with the runtime switch NAME=VALUE set."""
-    name, value = setting.split("=", 1)
-    with disc.runtime_switches(**{name: value}):
-        return fn()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=9)
@@ -90,8 +82,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0,
                         help="TF's intra-op threads (0: TF's default)")
     parser.add_argument("--ab", default="",
-                        help="NAME=VALUE: also time ours with this runtime switch")
+                        help="NAME=VALUE: also time ours with this kernel policy field "
+                             "(e.g. conv_transpose_col2im=on)")
     args = parser.parse_args()
+    from blade_disc_tf.kernel_policy import parse_kernel_policy_setting
+
+    ab = dict([parse_kernel_policy_setting(args.ab)]) if args.ab else {}
     if args.threads > 0:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     rng = np.random.default_rng(0)
@@ -121,7 +117,7 @@ def main() -> None:
         err = float(np.abs(got - want).max() / max(1.0, np.abs(want).max()))
         modes = {"tf": lambda: stock(x, f, dy), "disc": lambda: ours(x, f, dy)}
         if args.ab:
-            modes["ab"] = lambda: _with_switch(disc, args.ab, lambda: ours(x, f, dy))
+            modes["ab"] = disc.kernel_policy(**ab)(lambda: ours(x, f, dy))
         med = interleaved_medians(modes, args.repeats, clock=clock)
         ratios.append(med["disc"] / med["tf"])
         rows.append({"op": op, "shape": _label(n, hw, cin, cout, k, s, pad),

@@ -22,7 +22,7 @@ from typing import Dict, List
 import kernel_build
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCES = ["tf_disc/runtime/conv_direct.cc", "tf_disc/runtime/switches.cc"]
+SOURCES = ["tf_disc/runtime/conv_direct.cc", "tf_disc/runtime/kernel_policy.cc"]
 
 
 def build(tree: str, out: str) -> None:

@@ -12,7 +12,7 @@ blade_disc_tf is enabled.
                                     [--cpu]
 
 --ab also times our convolutions with the direct kernel switched off
-(DISC_CONV_DIRECT=0: im2col panels + GEMM, then the epilogue; a plain 1x1
+(kernel policy direct_conv=False: im2col panels + GEMM, then the epilogue; a 1x1
 is a GEMM on the input), interleaved with the other two.
 
 --cpu runs both on one intra-op thread and times the process's CPU time
@@ -58,11 +58,11 @@ def body(stride: int, depthwise: bool):
 
 
 def im2col(fn, *args):
-    """fn(*args) with the direct convolution kernel switched off
-    (DISC_CONV_DIRECT=0, blade_disc_tf.runtime_switches)."""
+    """fn(*args) with the direct convolution kernel switched off (kernel
+    policy direct_conv=False)."""
     import blade_disc_tf as disc
 
-    with disc.runtime_switches(DISC_CONV_DIRECT="0"):
+    with disc.kernel_policy(direct_conv=False):
         return fn(*args)
 
 
@@ -73,7 +73,8 @@ def main() -> None:
     parser.add_argument("--image", type=int, nargs="+", default=[64, 224])
     parser.add_argument("--only", default="", help="substring of layer names to run")
     parser.add_argument("--ab", action="store_true",
-                        help="also time ours with DISC_CONV_DIRECT=0 (im2col + GEMM)")
+                        help="also time ours with kernel policy direct_conv=False "
+                             "(im2col + GEMM)")
     parser.add_argument("--cpu", action="store_true",
                         help="one intra-op thread, process CPU time instead of wall time")
     args = parser.parse_args()

@@ -37,7 +37,7 @@ def build(out_dir: str) -> str:
     subprocess.run(["g++", *kernel_build.kernel_flags(), "-std=c++17", f"-I{ROOT}",
                     os.path.join(ROOT, "tf_disc/runtime/gemm_bf16.cc"),
                     os.path.join(ROOT, "tf_disc/runtime/gemm_amx.cc"),
-                    os.path.join(ROOT, "tf_disc/runtime/switches.cc"),
+                    os.path.join(ROOT, "tf_disc/runtime/kernel_policy.cc"),
                     os.path.join(ROOT, "benchmarks/gemm_bf16_cpu.cc"), "-o", exe], check=True)
     return exe
 

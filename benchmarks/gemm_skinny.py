@@ -38,7 +38,7 @@ import kernel_build
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCES = ["gemm.cc", "gemm_skinny.cc", "gemm_packed.cc", "gemm_bf16.cc", "switches.cc"]
+SOURCES = ["gemm.cc", "gemm_skinny.cc", "gemm_packed.cc", "gemm_bf16.cc", "kernel_policy.cc"]
 # (k, n) of a BERT-base layer's weights: fused QKV, out proj, FFN up, down.
 SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768)]
 

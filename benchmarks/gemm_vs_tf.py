@@ -6,8 +6,8 @@ MatMul/BatchMatMulV2 (oneDNN) at BERT-base shapes, plus GEMM epilogues
 Modes, all in one process and interleaved (medians): tf = stock TF, traced
 and optimized before blade_disc_tf is enabled; disc = ours (the single op or
 the GEMM + epilogue clustered, min_cluster_size=1); disc_eigen = ours with
-DISC_GEMM_SKINNY=0 (Eigen for skinny products too); disc_unfused = ours with
-DISC_GEMM_EPILOGUE=0 (the epilogue as a second pass over C, as before).
+kernel policy skinny_gemm="off" (Eigen for skinny products too); disc_unfused
+= ours with gemm_epilogue_fusion=False (the epilogue as a second pass over C).
 
     python benchmarks/gemm_vs_tf.py [--repeats 15] [--tokens 1024] [--batch 8]
     python benchmarks/gemm_vs_tf.py --tokens 36 --batch 1   # batch-1 request
@@ -19,9 +19,9 @@ workload B (its (batch, seq) requests: projections, FFN, attention scores and
 context, the LM head), per shape, and a time-weighted aggregate (each shape's
 median times its number of calls per workload pass).  The weights' B (projections,
 FFN, LM head) is a captured tf.Variable, as in the model, which ours packs
-once; per_call = ours with DISC_GEMM_PREPACK=0 (B packed on every call, the
-route before weights were packed once); eigen = ours with DISC_GEMM_PACKED=0
-(Eigen's gebp instead of the packed AVX-512 kernel).
+once; per_call = ours with kernel policy prepack_weights=False (B packed on
+every call); eigen = ours with packed_gemm="off" (Eigen's gebp instead of the
+packed AVX-512 kernel).
 """
 import argparse
 import collections
@@ -35,16 +35,6 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from timing import interleaved_medians, print_table  # noqa: E402
-
-
-def _with_env(name: str, value: str, fn):
-    """fn run with runtime switch `name` = value (blade_disc_tf.runtime_switches)."""
-    import blade_disc_tf as disc
-
-    def run():
-        with disc.runtime_switches(**{name: value}):
-            return fn()
-    return run
 
 
 def cases(tokens: int, batch: int):
@@ -120,8 +110,8 @@ def _kind_fn(kind: str, rank: int, weight=None) -> Callable:
 
 
 def run_shapes(name: str, repeats: int, kinds: str = "") -> None:
-    """Per-shape medians (tf; ours; ours with DISC_GEMM_PREPACK=0 = B packed
-    per call; ours with DISC_GEMM_PACKED=0 = Eigen; interleaved) over
+    """Per-shape medians (tf; ours; ours with prepack_weights=False = B packed
+    per call; ours with packed_gemm="off" = Eigen; interleaved) over
     workload `name`'s distinct GEMMs (only those of `kinds`, comma-separated,
     when given) and the time-weighted aggregate ratios per kind and overall."""
     counts = workload_shapes(name)
@@ -157,8 +147,8 @@ def run_shapes(name: str, repeats: int, kinds: str = "") -> None:
         inner = max(1, min(10, int(2e8 / flops)))
         med = interleaved_medians(
             {"tf": lambda: stock[kind](*xs), "disc": lambda: ours[kind](*xs),
-             "per_call": _with_env("DISC_GEMM_PREPACK", "0", lambda: ours[kind](*xs)),
-             "eigen": _with_env("DISC_GEMM_PACKED", "0", lambda: ours[kind](*xs))},
+             "per_call": disc.kernel_policy(prepack_weights=False)(lambda: ours[kind](*xs)),
+             "eigen": disc.kernel_policy(packed_gemm="off")(lambda: ours[kind](*xs))},
             repeats, inner=inner)
         for agg in (kind, "ALL"):
             for i, mode in enumerate(modes):
@@ -213,9 +203,10 @@ def main() -> None:
         err = float(np.abs(got - want).max() / max(1.0, np.abs(want).max()))
         flops = 2.0 * np.prod(got.shape) * xs[0].shape[-1]  # k: A's last dim
         modes = {"tf": lambda: stock(*xs), "disc": lambda: ours(*xs),
-                 "disc_eigen": _with_env("DISC_GEMM_SKINNY", "0", lambda: ours(*xs))}
+                 "disc_eigen": disc.kernel_policy(skinny_gemm="off")(lambda: ours(*xs))}
         if "epilogue" in name:
-            modes["disc_unfused"] = _with_env("DISC_GEMM_EPILOGUE", "0", lambda: ours(*xs))
+            modes["disc_unfused"] = disc.kernel_policy(gemm_epilogue_fusion=False)(
+                lambda: ours(*xs))
         med = interleaved_medians(modes, args.repeats, inner=3)
         row = {"case": name, "tf_ms": med["tf"] * 1e3, "disc_ms": med["disc"] * 1e3,
                "tf_GF/s": flops / med["tf"] / 1e9, "disc_GF/s": flops / med["disc"] / 1e9,

@@ -1,6 +1,6 @@
 """Q, K and V projections of one x [T, H] (variables [H, H] + bias, as in
 BERT) alone: stock TF, ours (the three GEMMs merged into one rt->gemm_multi,
-passes/merge_gemm.py) and ours with DISC_GEMM_MULTI=0 (the same executable,
+passes/merge_gemm.py) and ours with kernel policy multi_gemm=False (the same executable,
 one product at a time), interleaved in one process; per-T medians and
 ratios to TF.
 
@@ -53,9 +53,7 @@ def main() -> None:
     modes.configure_disc(True)
     ours = qkv_function(args.hidden)
 
-    def no_multi(x):
-        with disc.runtime_switches(DISC_GEMM_MULTI="0"):
-            return ours(x)
+    no_multi = disc.kernel_policy(multi_gemm=False)(ours)
 
     rows = []
     for t in [int(r) for r in args.rows.split(",")]:

@@ -20,11 +20,11 @@ EXPLICIT = [[0, 0], [1, 2], [0, 3], [0, 0]]
 
 @pytest.fixture
 def force_col2im(disc):
-    """Sets DISC_CONV_TRANSPOSE_COL2IM for one test: the runtime reads its
-    switches once, so through disc.runtime_switches, not os.environ."""
+    """Sets kernel policy conv_transpose_col2im ("off" / "on") for the rest
+    of one test."""
     with contextlib.ExitStack() as stack:
         yield lambda value: stack.enter_context(
-            disc.runtime_switches(DISC_CONV_TRANSPOSE_COL2IM=value))
+            disc.kernel_policy(conv_transpose_col2im=value))
 
 
 def _attrs(strides, padding, dil):
@@ -85,11 +85,11 @@ def _images(k, padding, dil):
     return [s for s in IMAGES if s[1] + extra[0] >= eff[0] and s[2] + extra[1] >= eff[1]]
 
 
-@pytest.mark.parametrize("col2im", ["0", "1"])
+@pytest.mark.parametrize("col2im", ["off", "on"])
 @pytest.mark.parametrize("k,strides,padding,dil", CONFIGS)
 def test_backprop_input(disc, force_col2im, k, strides, padding, dil, col2im):
     """Both algorithms of runtime/conv_transpose.cc (per-phase convolutions,
-    col2im), forced by its switch."""
+    col2im), forced by the kernel policy."""
     force_col2im(col2im)
     attrs = _attrs(strides, padding, dil)
 
@@ -137,7 +137,7 @@ def test_backprop_input_is_one_conv_transpose(disc, tmp_path, k, strides, paddin
     assert " pad(" not in text, text
 
 
-@pytest.mark.parametrize("col2im", ["0", "1"])
+@pytest.mark.parametrize("col2im", ["off", "on"])
 def test_wide_channels_and_f64(disc, force_col2im, col2im):
     force_col2im(col2im)
     attrs = _attrs(2, "SAME", 1)
@@ -156,7 +156,7 @@ def test_wide_channels_and_f64(disc, force_col2im, col2im):
 
 @pytest.mark.parametrize("strides,padding", [(1, "VALID"), (1, "SAME"), (2, "SAME")])
 def test_backprop_input_default_algorithm_64_channels(disc, strides, padding):
-    """64 output channels and whole images per thread, the switch unset:
+    """64 output channels and whole images per thread, the policy "auto":
     runtime/conv_transpose.cc's own pick (col2im for VALID 6x6 at stride 1,
     whose output has 2.25x the gradient's pixels, and at stride 2; the
     per-phase convolution for SAME at stride 1), for every image size."""
@@ -173,7 +173,7 @@ def test_backprop_input_col2im_many_panels(disc, force_col2im, strides, padding)
     """Images of several col2im panels each (the last one partial), the
     gradient's 37 channels not a multiple of the packed kernel's 16 lanes:
     runtime/conv_transpose.cc's panel product on rows from mid-image."""
-    force_col2im("1")
+    force_col2im("on")
     attrs = _attrs(strides, padding, 1)
 
     def fn(x, f, dy):

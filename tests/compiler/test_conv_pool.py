@@ -86,22 +86,22 @@ def test_fused_conv_bias_relu_and_batch_norm(disc):
     _run(disc, fn, specs, cases)
 
 
-@pytest.mark.parametrize("path", ["0", "1"])
+@pytest.mark.parametrize("direct", [False, True])
 @pytest.mark.parametrize("padding,k,strides,dil,cin,cout", [
     ("SAME", (3, 3), 1, 1, 8, 64), ("SAME", (7, 7), 2, 1, 3, 70), ("VALID", (3, 2), 2, 1, 5, 16),
     ([[0, 0], [1, 2], [0, 3], [0, 0]], (3, 3), 1, 1, 4, 21), ("SAME", (3, 3), 1, (1, 2), 6, 33),
     ("VALID", (1, 1), 2, 1, 7, 130), ("SAME", (1, 1), 1, 1, 9, 48),
     ("SAME", (3, 3), 1, 1, 40, 100)])
-def test_conv2d_direct_and_gemm_paths(disc, path, padding, k, strides, dil, cin, cout):
+def test_conv2d_direct_and_gemm_paths(disc, direct, padding, k, strides, dil, cin, cout):
     """The direct kernel (runtime/conv_direct.cc) and the im2col GEMM, each
-    forced by DISC_CONV_DIRECT, on outputs wide enough for full register
+    forced by kernel policy direct_conv, on outputs wide enough for full register
     tiles plus ragged pixel and channel tails (40->100: a filter larger
     than the input, so the channel-block-major task order, over several
     pixel runs and a partial block)."""
     def fn(x, f):
         return tf.nn.conv2d(x, f, strides, padding, dilations=dil)
     images = [(1, 19, 23), (2, 14, 9), (1, 5, 31), (3, 8, 8)]
-    with disc.runtime_switches(DISC_CONV_DIRECT=path):
+    with disc.kernel_policy(direct_conv=direct):
         _run(disc, fn, [_spec(4), _spec(4)], _conv_cases(images, *k, cin, cout))
 
 
@@ -115,7 +115,7 @@ def test_conv2d_direct_tiles_with_epilogue(disc):
         return tf.nn.relu6(tf.nn.bias_add(tf.nn.conv2d(x, f, 1, "SAME"), b))
     cases = [[x, f, _rand((77,), 70 + i)] for i, (x, f) in enumerate(
         _conv_cases([(2, 7, 7), (1, 11, 13), (3, 5, 9), (1, 1, 3)], 3, 3, 5, 77))]
-    with disc.runtime_switches(DISC_CONV_DIRECT="1"):
+    with disc.kernel_policy(direct_conv=True):
         _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases)
 
 
@@ -132,7 +132,7 @@ def test_conv2d_direct_block_major_runs(disc, strides, dil):
     images = [(5, 8, 8), (7, 7, 7), (1, 19, 23), (9, 6, 6)]
     cases = [[x, f, _rand((100,), 80 + i)]
              for i, (x, f) in enumerate(_conv_cases(images, 3, 3, 48, 100))]
-    with disc.runtime_switches(DISC_CONV_DIRECT="1"):
+    with disc.kernel_policy(direct_conv=True):
         _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases)
 
 
@@ -150,7 +150,7 @@ def test_conv2d_direct_long_filter_passes(disc, k, cin, cout, strides):
     images = [(2, 9, 11), (1, 5, 7), (3, 4, 4)]
     cases = [[x, f, _rand((cout,), 40 + i)]
              for i, (x, f) in enumerate(_conv_cases(images, *k, cin, cout))]
-    with disc.runtime_switches(DISC_CONV_DIRECT="1"):
+    with disc.kernel_policy(direct_conv=True):
         _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases, rtol=2e-4)
 
 
@@ -169,7 +169,7 @@ def test_conv2d_direct_bands_over_budget(disc, padding, strides, cin, cout):
     images = [(2, 40, 37), (9, 12, 12)] if cin == 64 else [(9, 9, 9), (2, 13, 11)]
     cases = [[x, f, _rand((cout,), 60 + i)]
              for i, (x, f) in enumerate(_conv_cases(images, 3, 3, cin, cout))]
-    with disc.runtime_switches(DISC_CONV_DIRECT="1"):
+    with disc.kernel_policy(direct_conv=True):
         _run(disc, fn, [_spec(4), _spec(4), _spec(1)], cases, rtol=2e-4)
 
 
@@ -203,9 +203,9 @@ def test_grouped_conv2d_errors_are_tf_errors(disc):
     assert total(st, "fallbacks") == 0 and total(st, "compiles") == 1, st
 
 
-@pytest.mark.parametrize("path", ["0", "1"])
+@pytest.mark.parametrize("direct", [False, True])
 @pytest.mark.parametrize("act", [tf.nn.relu, tf.nn.relu6, tf.nn.elu, None])
-def test_fused_epilogues(disc, path, act):
+def test_fused_epilogues(disc, direct, act):
     """Conv / depthwise + bias or batch norm (+ activation), which the
     remapper fuses and we apply as the window's epilogue (relu, relu6) or as
     elementwise ops (elu), on both convolution paths."""
@@ -221,7 +221,7 @@ def test_fused_epilogues(disc, path, act):
         vec = [_rand((20,), 90 + 5 * i + j) for j in range(5)]
         cases.append([_rand((n, h, w, 4), i), _rand((3, 3, 4, 20), 40 + i),
                       _rand((3, 3, 4, 1), 60 + i), *vec[:4], np.abs(vec[4]) + 0.1])
-    with disc.runtime_switches(DISC_CONV_DIRECT=path):
+    with disc.kernel_policy(direct_conv=direct):
         _run(disc, fn, specs, cases)
 
 

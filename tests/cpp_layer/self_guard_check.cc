@@ -5,21 +5,14 @@
 #include <functional>
 #include <string>
 
+#include "tests/cpp_layer/expect.h"
 #include "tf_disc/ops/self_guard.h"
 
+using check::Expect;
 using tf_disc::SelfGuard;
 using Route = SelfGuard::Route;
 
 namespace {
-
-int failures = 0;
-
-void Expect(bool ok, const std::string& what) {
-  if (!ok) {
-    std::printf("FAILED: %s\n", what.c_str());
-    ++failures;
-  }
-}
 
 // Runs `calls` calls of key "k" bucket 0; seconds(route, call) times each.
 // Returns how many ran in TF.
@@ -105,6 +98,6 @@ int main() {
   TieStaysOurs();
   ChangeIsNoticedAtAProbe();
   SlotsPerKeyAndBucket();
-  std::printf("%s\n", failures == 0 ? "ok" : "failures");
-  return failures == 0 ? 0 : 1;
+  std::printf("%s\n", check::Failures() == 0 ? "ok" : "failures");
+  return check::Failures() == 0 ? 0 : 1;
 }

@@ -15,7 +15,7 @@ from graph_inspection import total
 
 
 # The bf16 kernel can run here (this CPU and DISC_MAX_CPU_ISA allow it); the
-# tests run it through DISC_GEMM_BF16=1 also where the op library would not
+# tests run it through kernel policy bf16_gemm="on" also where the op library would not
 # by default (runtime/cpu_isa.h Bf16GemmPays: Intel Xeons).
 HAS_BF16 = _library.load().stats()["cpu"]["selected"] in ("avx512_bf16", "avx512_amx")
 MIN_BF16_ROWS = 16  # gemm_bf16.cc kMinRows: skinnier products keep fp32
@@ -26,7 +26,7 @@ def fm(disc):
     """The disc fixture clustering single GEMMs, fast math switched back off
     afterwards."""
     disc.set_options(min_cluster_size=1)
-    with disc.runtime_switches(DISC_GEMM_BF16="1"):
+    with disc.kernel_policy(bf16_gemm="on"):
         yield disc
     disc.set_options(fast_math="", min_cluster_size=2)
 
@@ -206,7 +206,7 @@ def test_option_is_part_of_every_cache_key(fm):
 def test_benchmark_quick_runs_all_modes(tmp_path):
     """benchmarks/bf16_fast_math.py --quick: every table printed, ours never
     fell back to TF and its bf16 mode ran bf16 keys (no speed asserted); the
-    --ab mode (a runtime switch set) timed too, with the same results."""
+    --ab mode (a kernel policy field set) timed too, with the same results."""
     import os
     import re
     import subprocess
@@ -215,7 +215,7 @@ def test_benchmark_quick_runs_all_modes(tmp_path):
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     env = dict(os.environ, DISC_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "bf16_fast_math.py"),
-                           "--quick", "--ab", "DISC_GEMM_EPILOGUE=0"],
+                           "--quick", "--ab", "gemm_epilogue_fusion=false"],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
@@ -228,7 +228,7 @@ def test_benchmark_quick_runs_all_modes(tmp_path):
     ab = re.search(r"ours_bf16_ab .* (\S+)\s*$", out, re.M)
     bf16 = re.search(r"ours_bf16 .* (\S+)\s*$", out, re.M)
     assert ab and bf16 and ab.group(1) == bf16.group(1), out  # max_rel_err_vs_tf
-    assert "bf16 vs bf16 with {'DISC_GEMM_EPILOGUE': '0'}:" in out, out
+    assert "bf16 vs bf16 with {'gemm_epilogue_fusion': False}:" in out, out
 
 
 def _elementwise_fn():

@@ -19,7 +19,7 @@ MIN_BF16_ROWS = 16  # gemm_bf16.cc kMinRows: fewer output pixels keep fp32
 @pytest.fixture
 def fm(disc):
     disc.set_options(min_cluster_size=1)
-    with disc.runtime_switches(DISC_GEMM_BF16="1"):
+    with disc.kernel_policy(bf16_gemm="on"):
         yield disc
     disc.set_options(fast_math="", min_cluster_size=2)
 

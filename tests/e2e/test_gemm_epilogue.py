@@ -1,8 +1,8 @@
 """GEMM epilogues through a real DiscLaunch: bias + activation + residual
 kernels run by the runtime on each tile of C (rt->gemm_epilogue) in every
 GEMM path (skinny tiles and their Eigen column tail, single-block, row and
-column panels, the threaded contraction, k = 0), against stock TF; the
-DISC_GEMM_EPILOGUE=0 switch (epilogue as a second pass) gives the same."""
+column panels, the threaded contraction, k = 0), against stock TF; kernel
+policy gemm_epilogue_fusion=False (epilogue as a second pass) gives the same."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -27,7 +27,7 @@ def _close(got, want):
 
 @pytest.mark.parametrize("unfused", [False, True])
 def test_ffn_bias_gelu_residual_matches_tf(disc, unfused):
-    with disc.runtime_switches(**({"DISC_GEMM_EPILOGUE": "0"} if unfused else {})):
+    with disc.kernel_policy(gemm_epilogue_fusion=not unfused):
         _ffn_bias_gelu_residual(disc)
 
 
@@ -91,7 +91,7 @@ BF16_SHAPES = [(1, 64, 96, 200), (1, 300, 64, 700), (3, 50, 40, 130), (1, 40, 16
 @pytest.mark.parametrize("weight", [False, True])
 def test_bf16_epilogue_covers_every_block(disc, unfused, weight):
     """fast_math="bf16": the epilogue 2 C + bias after the bf16 kernel (also
-    under DISC_GEMM_EPILOGUE=0) reaches every element (a block it missed
+    under gemm_epilogue_fusion=False) reaches every element (a block it missed
     would hold C) in each of the kernel's task plans, within the bf16 error
     bound (doubled) of the float64 product; B a variable (packed once) or an
     input."""
@@ -109,7 +109,7 @@ def test_bf16_epilogue_covers_every_block(disc, unfused, weight):
                 f = tf.function(lambda a, b: tf.matmul(a, b) * 2.0 + bias,
                                 input_signature=[spec, tf.TensorSpec([None] * w.ndim, tf.float32)])
                 args = [x, w]
-            with disc.runtime_switches(**({"DISC_GEMM_EPILOGUE": "0"} if unfused else {})):
+            with disc.kernel_policy(gemm_epilogue_fusion=not unfused):
                 got = f(*args).numpy().astype(np.float64)
             a64, b64 = x.astype(np.float64), w.astype(np.float64)
             want = 2.0 * (a64 @ b64) + bias

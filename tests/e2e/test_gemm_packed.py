@@ -2,7 +2,7 @@
 register tiles, B packed in 384 x 256 blocks, A read in place) against numpy
 through a real DiscLaunch: m, n, k swept over 1..70 around the tile edges,
 sizes over a k block and a column block, every trans_a/trans_b, batched and
-strided operands, an epilogue, and DISC_GEMM_PACKED=0 (Eigen) agreeing."""
+strided operands, an epilogue, and kernel policy packed_gemm="off" (Eigen) agreeing."""
 import itertools
 
 import numpy as np
@@ -40,7 +40,7 @@ def _matmul(transpose_a, transpose_b):
 def test_packed_matches_numpy(disc, transpose_a, transpose_b):
     f = _matmul(transpose_a, transpose_b)
     # every product on the kernel (by default only transposed B), short ones too
-    with disc.runtime_switches(DISC_GEMM_SKINNY="0", DISC_GEMM_PACKED="1"):
+    with disc.kernel_policy(skinny_gemm="off", packed_gemm="on"):
         for i, (m, n, k) in enumerate(SMALL + BIG):
             a, b = _rand((m, k), i), _rand((k, n), 1000 + i)
             got = f(np.ascontiguousarray(a.T) if transpose_a else a,
@@ -53,7 +53,7 @@ def test_packed_matches_numpy(disc, transpose_a, transpose_b):
 
 def test_packed_batched_strided_and_eigen_agree(disc):
     """Attention scores [B,h,S,64] x [B,S,h,64]-as-[B,h,64,S]^T: B strided
-    (ldb = h*64), one GEMM per head; Eigen (DISC_GEMM_PACKED=0) agrees."""
+    (ldb = h*64), one GEMM per head; Eigen (packed_gemm="off") agrees."""
     @tf.function(input_signature=[tf.TensorSpec([None, 3, None, 64], tf.float32),
                                   tf.TensorSpec([None, None, 3 * 64], tf.float32)])
     def f(q, k):
@@ -66,7 +66,7 @@ def test_packed_batched_strided_and_eigen_agree(disc):
         want = 2.0 * np.einsum("bhsd,bthd->bhst", q.astype(np.float64), k.reshape(b, s, 3, 64))
         got = f(q, k).numpy()
         _close(got, want, 64)
-        with disc.runtime_switches(DISC_GEMM_PACKED="0"):
+        with disc.kernel_policy(packed_gemm="off"):
             _close(f(q, k).numpy(), got, 64)
 
 
@@ -78,7 +78,7 @@ def test_packed_epilogue_on_every_tile(disc, transpose_b):
     def f(a, b, bias):
         return tf.nn.gelu(tf.matmul(a, b, transpose_b=transpose_b) + bias, approximate=True)
 
-    with disc.runtime_switches(DISC_GEMM_SKINNY="0", DISC_GEMM_PACKED="1"):
+    with disc.kernel_policy(skinny_gemm="off", packed_gemm="on"):
         for i, (m, n, k) in enumerate([(300, 257, 385), (140, 600, 64), (29, 70, 17)]):
             a, b, bias = _rand((m, k), i), _rand((n, k) if transpose_b else (k, n), 7 + i), \
                 _rand((n,), 20 + i)

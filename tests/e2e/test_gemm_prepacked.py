@@ -60,7 +60,7 @@ def test_weight_matches_numpy_over_odd_shapes(one, transpose_b):
         for m in MS:  # one packed copy serves every row count
             a = _rand((m, k), m)
             _close(f(a).numpy(), a.astype(np.float64) @ w, k)
-        with one.runtime_switches(DISC_GEMM_PREPACK="0"):  # B packed per call agrees
+        with one.kernel_policy(prepack_weights=False):  # B packed per call agrees
             _close(f(a).numpy(), a.astype(np.float64) @ w, k)
     if PACKED:
         assert _fp32(one)["packs"] - packs == (len(NKS) if transpose_b else 0), one.stats()

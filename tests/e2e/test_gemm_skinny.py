@@ -27,9 +27,9 @@ def _close(got, want):
 
 
 @pytest.mark.parametrize("transpose_a", [False, True])
-@pytest.mark.parametrize("skinny", ["1", "w"])
+@pytest.mark.parametrize("skinny", ["on", "wide_tile"])
 def test_skinny_matmul_matches_tf(disc, transpose_a, skinny):
-    """skinny=w: the 6 x 64 tile for m <= 32 too (DISC_GEMM_SKINNY=w)."""
+    """wide_tile: the 6 x 64 tile for m <= 32 too (kernel policy skinny_gemm)."""
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)] * 2)
     def f(a, b):
         return tf.tanh(tf.matmul(a, b, transpose_a=transpose_a)) * 2.0
@@ -37,7 +37,7 @@ def test_skinny_matmul_matches_tf(disc, transpose_a, skinny):
     for i, (m, k, n) in enumerate(SHAPES):
         a = _rand((k, m) if transpose_a else (m, k), i)
         b = _rand((k, n), 50 + i)
-        with disc.runtime_switches(DISC_GEMM_SKINNY=skinny):
+        with disc.kernel_policy(skinny_gemm=skinny):
             got = f(a, b).numpy()
         _close(got, f.python_function(a, b).numpy())
     stats = disc.stats()

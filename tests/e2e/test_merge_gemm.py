@@ -2,7 +2,7 @@
 DiscLaunch: Q, K and V projections of one x with variable weights, their
 bias / scale / activation / residual epilogues, against stock TF over row
 counts incl. one and empty (skinny and Eigen routes, n past the last full
-tile), with the merge on and switched off (DISC_GEMM_MULTI=0); one compile;
+tile), with the merge on and switched off (kernel policy multi_gemm); one compile;
 transposed weights (pre-packed B) and fast math run the parts one by one."""
 import numpy as np
 import pytest
@@ -44,8 +44,8 @@ def test_qkv_matches_tf(disc, hidden, n):
     for i, m in enumerate(ROWS):
         x, r = _rand((m, hidden), i), _rand((m, n), 50 + i)
         want = [t.numpy() for t in f.python_function(x, r)]
-        for multi in ("1", "0"):
-            with disc.runtime_switches(DISC_GEMM_MULTI=multi):
+        for multi in (True, False):
+            with disc.kernel_policy(multi_gemm=multi):
                 got = f(x, r)
             for g, w in zip(got, want):
                 _close(g.numpy(), w)

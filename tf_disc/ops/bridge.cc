@@ -11,7 +11,7 @@
 #include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/options.h"
 #include "tf_disc/ops/stats.h"
-#include "tf_disc/runtime/switches.h"
+#include "tf_disc/runtime/kernel_policy.h"
 
 extern "C" {
 
@@ -64,12 +64,26 @@ void DiscResetStats(void) { tf_disc::ResetStats(); }
 
 void DiscClearExecutableCache(void) { tf_disc::ClearExecutableCache(); }
 
-void DiscReloadRuntimeSwitches(void) { tf_disc::ReloadRuntimeSwitches(); }
+static_assert(sizeof(DiscKernelPolicy) == sizeof(tf_disc::KernelPolicyFields),
+              "DiscKernelPolicy holds the fields of runtime/kernel_policy.h ToFields, in order");
 
-int32_t DiscRuntimeSwitch(const char* name) {
-  tf_disc::RuntimeSwitch s;
-  if (!tf_disc::RuntimeSwitchByName(name, &s)) return -1;
-  return static_cast<unsigned char>(tf_disc::RuntimeSwitchValue(s));
+int32_t DiscSetKernelPolicy(const DiscKernelPolicy* policy) {
+  if (policy == nullptr) return -1;
+  tf_disc::KernelPolicyFields fields;
+  memcpy(fields.data(), policy, sizeof(fields));
+  std::string error;
+  if (!tf_disc::CheckKernelPolicyFields(fields, &error) ||
+      !tf_disc::SetKernelPolicy(tf_disc::FromFields(fields), &error)) {
+    LOG(ERROR) << "DiscSetKernelPolicy: " << error;
+    return -1;
+  }
+  return 0;
+}
+
+void DiscGetKernelPolicy(DiscKernelPolicy* policy) {
+  if (policy == nullptr) return;
+  const tf_disc::KernelPolicyFields fields = tf_disc::ToFields(tf_disc::CurrentKernelPolicy());
+  memcpy(policy, fields.data(), sizeof(fields));
 }
 
 }  // extern "C"

@@ -106,14 +106,30 @@ void DiscResetStats(void);
  * again (tests use it to prove the disk cache is used). */
 void DiscClearExecutableCache(void);
 
-/* The runtime kernels' A/B switches (DISC_GEMM_SKINNY, DISC_GEMM_EPILOGUE,
- * DISC_CONV_DIRECT) are read from the environment once; this reads them
- * again (blade_disc_tf.runtime_switches calls it after setting them). */
-void DiscReloadRuntimeSwitches(void);
+/* The runtime kernels' policy (runtime/kernel_policy.h, which documents
+ * each field), one int32 per field.  Choices: skinny_gemm 0 on, 1 off
+ * (Eigen), 2 the wide tile for every m; conv_transpose_col2im, packed_gemm
+ * and bf16_gemm 0 auto (by shape / CPU), 1 off, 2 on; the flags 0 or 1;
+ * kernel_threads 0 (the intra-op pool) or 1.  blade_disc_tf.kernel_policy
+ * sets it for a block. */
+typedef struct DiscKernelPolicy {
+  int32_t skinny_gemm;
+  int32_t gemm_epilogue_fusion;
+  int32_t direct_conv;
+  int32_t conv_transpose_col2im;
+  int32_t packed_gemm;
+  int32_t prepack_weights;
+  int32_t multi_gemm;
+  int32_t bf16_gemm;
+  int32_t kernel_threads;
+} DiscKernelPolicy;
 
-/* The first character of switch `name` as the runtime last read it, 0 when
- * unset, -1 when `name` is no switch. */
-int32_t DiscRuntimeSwitch(const char* name);
+/* Replaces the policy for every later kernel call.  Returns 0, or -1 (policy
+ * unchanged, the field logged) when a field is out of range. */
+int32_t DiscSetKernelPolicy(const DiscKernelPolicy* policy);
+
+/* Writes the policy in force into *policy. */
+void DiscGetKernelPolicy(DiscKernelPolicy* policy);
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -6,7 +6,7 @@
 
 #include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/json.h"
-#include "tf_disc/runtime/switches.h"
+#include "tf_disc/runtime/environment.h"
 
 namespace tf_disc {
 namespace {
@@ -17,12 +17,12 @@ std::mutex& OptionsMutex() {
 }
 
 std::atomic<bool> fast_math_bf16{false};
-std::atomic<bool> self_guard{SelfGuardSetting()};
+std::atomic<bool> self_guard{Environment().self_guard};
 
 Options& MutableOptions() {
   static Options* options = [] {
     auto* o = new Options;
-    o->self_guard = SelfGuardSetting();
+    o->self_guard = Environment().self_guard;
     return o;
   }();
   return *options;

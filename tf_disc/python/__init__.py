@@ -20,7 +20,6 @@ from .api import (  # noqa: E402
     load_ops,
     options,
     reset_stats,
-    runtime_switches,
     session_config,
     set_options,
     stats,
@@ -29,10 +28,11 @@ from .api import (  # noqa: E402
 from .config import Options  # noqa: E402
 from .convert import convert_saved_model  # noqa: E402
 from .explain import explain  # noqa: E402
+from .kernel_policy import KernelPolicy, current_kernel_policy, kernel_policy  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = [
-    "Options", "clear_executable_cache", "disable", "enable", "explain", "is_enabled", "load_ops",
-    "options", "reset_stats", "runtime_switches", "session_config", "set_options", "stats",
-    "convert_saved_model", "wait_for_compiles",
+    "KernelPolicy", "Options", "clear_executable_cache", "current_kernel_policy", "disable",
+    "enable", "explain", "is_enabled", "kernel_policy", "load_ops", "options", "reset_stats",
+    "session_config", "set_options", "stats", "convert_saved_model", "wait_for_compiles",
 ]

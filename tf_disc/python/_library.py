@@ -10,7 +10,9 @@ import ctypes
 import json
 import os
 import threading
-from typing import Optional
+from typing import Dict, Optional
+
+from . import config
 
 LIBRARY_NAME = "libblade_disc_tf.so"
 
@@ -19,13 +21,21 @@ COMPILE_CALLBACK = ctypes.CFUNCTYPE(
     ctypes.POINTER(ctypes.c_char), ctypes.c_int64)
 
 
+class _KernelPolicy(ctypes.Structure):
+    """disc_bridge.h DiscKernelPolicy."""
+
+    _fields_ = [(name, ctypes.c_int32) for name in (
+        "skinny_gemm", "gemm_epilogue_fusion", "direct_conv", "conv_transpose_col2im",
+        "packed_gemm", "prepack_weights", "multi_gemm", "bf16_gemm", "kernel_threads")]
+
+
 class OpLibraryNotFound(ImportError):
     pass
 
 
 def library_path() -> str:
     """The built op library: DISC_OP_LIBRARY, else beside this package."""
-    explicit = os.environ.get("DISC_OP_LIBRARY")
+    explicit = config.op_library_override()
     if explicit:
         return os.path.abspath(explicit)
     package_dir = os.path.dirname(os.path.abspath(__file__))
@@ -72,10 +82,10 @@ class OpLibrary:
         lib.DiscResetStats.restype = None
         lib.DiscClearExecutableCache.argtypes = []
         lib.DiscClearExecutableCache.restype = None
-        lib.DiscReloadRuntimeSwitches.argtypes = []
-        lib.DiscReloadRuntimeSwitches.restype = None
-        lib.DiscRuntimeSwitch.argtypes = [ctypes.c_char_p]
-        lib.DiscRuntimeSwitch.restype = ctypes.c_int32
+        lib.DiscSetKernelPolicy.argtypes = [ctypes.POINTER(_KernelPolicy)]
+        lib.DiscSetKernelPolicy.restype = ctypes.c_int32
+        lib.DiscGetKernelPolicy.argtypes = [ctypes.POINTER(_KernelPolicy)]
+        lib.DiscGetKernelPolicy.restype = None
         self._c = lib
 
     def set_compile_callback(self, callback) -> None:
@@ -108,15 +118,16 @@ class OpLibrary:
     def clear_executable_cache(self) -> None:
         self._c.DiscClearExecutableCache()
 
-    def reload_runtime_switches(self) -> None:
-        self._c.DiscReloadRuntimeSwitches()
+    def set_kernel_policy(self, fields: Dict[str, int]) -> None:
+        """Sets every field of the runtime kernels' policy (kernel_policy.py
+        checks names and values first)."""
+        if self._c.DiscSetKernelPolicy(ctypes.byref(_KernelPolicy(**fields))) != 0:
+            raise ValueError(f"the op library rejected kernel policy {fields}")
 
-    def runtime_switch(self, name: str) -> str:
-        """Switch `name` as the runtime last read it: its first character, "" when unset."""
-        value = self._c.DiscRuntimeSwitch(name.encode())
-        if value < 0:
-            raise ValueError(f"{name} is not a runtime switch")
-        return chr(value) if value else ""
+    def kernel_policy(self) -> Dict[str, int]:
+        policy = _KernelPolicy()
+        self._c.DiscGetKernelPolicy(ctypes.byref(policy))
+        return {name: int(getattr(policy, name)) for name, _ in _KernelPolicy._fields_}
 
 
 _lock = threading.Lock()

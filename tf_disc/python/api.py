@@ -4,11 +4,9 @@ One `_Session` object holds what this process has turned on; it is the only
 state of the Python API and mirrors what was pushed into the op library."""
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
 import time
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from . import _compile_bridge, _library, config
 
@@ -148,28 +146,3 @@ def clear_executable_cache() -> None:
     if _session.library is not None:
         _session.library.clear_executable_cache()
 
-
-@contextlib.contextmanager
-def runtime_switches(**values: str) -> Iterator[None]:
-    """Sets the runtime kernels' A/B switches for the block, e.g.
-    runtime_switches(DISC_GEMM_SKINNY="0"): the runtime reads DISC_GEMM_SKINNY,
-    DISC_GEMM_EPILOGUE, DISC_GEMM_PACKED, DISC_GEMM_PREPACK, DISC_GEMM_MULTI,
-    DISC_GEMM_BF16, DISC_CONV_DIRECT and DISC_CONV_TRANSPOSE_COL2IM once
-    (not per call), so changing
-    os.environ alone does not reach it; this sets them, re-reads, and restores
-    both on exit."""
-    library = _library.load()
-    for name in values:
-        library.runtime_switch(name)  # raises for a name that is no switch
-    saved = {name: os.environ.get(name) for name in values}
-    try:
-        os.environ.update(values)
-        library.reload_runtime_switches()
-        yield
-    finally:
-        for name, old in saved.items():
-            if old is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = old
-        library.reload_runtime_switches()

@@ -14,8 +14,13 @@ variables, and the options `enable()` takes.  Nothing else reads os.environ.
 | DISC_FAST_MATH           | fast_math          | "" (off; "bf16": float GEMMs and convolutions round their operands to bf16, README "Fast math") |
 | DISC_TARGET_ISA          | target_isa         | "" (the CPU's tier; "x86-64-v2", "avx2", "avx512", "avx512_bf16" or "avx512_amx": generated code for at most that tier) |
 
+DISC_OP_LIBRARY (a path) loads that op library instead of the one beside
+this package (op_library_override).
+
 DISC_MAX_CPU_ISA (same names) is read by the op library itself: it caps the
-tier of its kernels and of everything else for the whole process.
+tier of its kernels and of everything else for the whole process.  The
+runtime kernels' policy is no setting of the environment: it is set through
+blade_disc_tf.kernel_policy (kernel_policy.py).
 """
 from __future__ import annotations
 
@@ -115,3 +120,9 @@ def from_environment(env: Optional[Mapping[str, str]] = None) -> Options:
         fast_math=env.get("DISC_FAST_MATH", ""),
         target_isa=env.get("DISC_TARGET_ISA", ""),
     )
+
+
+def op_library_override(env: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """DISC_OP_LIBRARY: the op library to load instead of the package's; None when unset."""
+    env = os.environ if env is None else env
+    return env.get("DISC_OP_LIBRARY") or None

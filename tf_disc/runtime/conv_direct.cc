@@ -12,7 +12,7 @@
 #include <new>
 #include <vector>
 
-#include "tf_disc/runtime/switches.h"
+#include "tf_disc/runtime/kernel_policy.h"
 
 namespace tf_disc {
 namespace {
@@ -604,8 +604,8 @@ bool UseDirectConv(const DiscWindowArgs& w) {
   // Plain 1x1s included: the epilogue on the tile registers beats the GEMM
   // and its epilogue pass over the output (conv_vs_tf-style A/B in one
   // process, 1x1 32->192 @56 batch 8: 0.98x TF's time against 1.22x).
-  // DISC_CONV_DIRECT=0 switches it off (read once, runtime/switches.h).
-  return RuntimeSwitchValue(RuntimeSwitch::kConvDirect) != '0';
+  // Kernel policy direct_conv false switches it off.
+  return CurrentKernelPolicy().direct_conv;
 }
 
 bool RunDirectConv(const DiscWindowArgs& w, int num_threads,

@@ -58,8 +58,8 @@ void ApplyEpilogue(const DiscWindowArgs& w, T* out, int64_t ld, int64_t rows, in
 }
 
 // Whether RunDirectConv runs this (validated, non-empty) convolution: float
-// and ungrouped (plain 1x1s too).  DISC_CONV_DIRECT=0 / 1 forces it off / on
-// (where supported), for A/B timing in one process.
+// and ungrouped (plain 1x1s too), unless kernel policy direct_conv is false
+// (kernel_policy.h).
 bool UseDirectConv(const DiscWindowArgs& w);
 
 // Runs the convolution; false with *error set when scratch memory fails.

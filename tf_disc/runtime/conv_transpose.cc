@@ -12,7 +12,7 @@
 
 #include "tf_disc/runtime/conv_grad_check.h"
 #include "tf_disc/runtime/gemm_packed.h"
-#include "tf_disc/runtime/switches.h"
+#include "tf_disc/runtime/kernel_policy.h"
 #include "tf_disc/runtime/window.h"
 
 namespace tf_disc {
@@ -243,18 +243,18 @@ bool RunCol2Im(const DiscWindowArgs& w, int num_threads, const GemmParallelFor& 
 // gradient's "full" convolution, whose direct kernel also multiplies the
 // k-1 rows and columns of zero padding).  Measured by `benchmarks/
 // conv_grad_vs_tf.py --clock cpu` (process CPU time, the machine being
-// shared) with DISC_CONV_TRANSPOSE_COL2IM=0 vs 1, ours / stock TF, direct
+// shared) with conv_transpose_col2im off vs on, ours / stock TF, direct
 // -> col2im: 32x14x14x128->128 k3 VALID 1.31 -> 1.23, 32x14x14x64 VALID
 // 1.14 -> 1.05; stride 1 SAME stays direct: 8x56x56x64->64 k3 1.10 ->
 // 1.41, 8x56x56x256->64 k1 0.97 -> 1.39, 8x28x28x128 k3 1.04 -> 1.22,
 // 8x14x14x256 k3 1.16 -> 1.41, 8x32x32x32->64 k3 0.94 -> 1.13; stride 2 at
 // 56x56, 64 / 128 channels: 1.31 / 1.16 -> 1.28 / 1.19.
-// DISC_CONV_TRANSPOSE_COL2IM=0 / 1 forces it off / on (where supported),
-// for A/B timing in one process (runtime/switches.h).
+// Kernel policy conv_transpose_col2im kOff / kOn forces it off / on (where
+// supported).
 bool UseCol2Im(const DiscWindowArgs& w, int num_threads) {
   if (w.in_h * w.in_w * w.in_c == 0 || w.k_h * w.k_w == 0) return false;
-  const char env = RuntimeSwitchValue(RuntimeSwitch::kConvTransposeCol2Im);
-  if (env == '0' || env == '1') return env == '1';
+  const PathChoice choice = CurrentKernelPolicy().conv_transpose_col2im;
+  if (choice != PathChoice::kAuto) return choice == PathChoice::kOn;
   if (w.batch < num_threads || w.out_c < 64) return false;
   return w.stride_h > 1 || w.stride_w > 1 || 5 * w.out_h * w.out_w >= 6 * w.in_h * w.in_w;
 }

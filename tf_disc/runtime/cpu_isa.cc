@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "tensorflow/core/platform/logging.h"
-#include "tf_disc/runtime/switches.h"
+#include "tf_disc/runtime/environment.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -156,7 +156,7 @@ CpuTier DetectedCpuTier() {
 
 CpuTier MaxCpuTier() {
   static const CpuTier cap = [] {
-    const std::string& value = MaxCpuIsaSetting();
+    const std::string& value = Environment().max_cpu_isa;
     CpuTier tier = kHighestCpuTier;
     if (!value.empty() && !ParseCpuTier(value, &tier)) {
       LOG(WARNING) << "blade_disc_tf: ignoring DISC_MAX_CPU_ISA=" << value

@@ -46,7 +46,7 @@ bool ParseCpuTier(const std::string& name, CpuTier* tier);
 // refused request (kernel < 5.16, seccomp) leaves the tier at avx512_bf16.
 CpuTier DetectedCpuTier();
 
-// The cap from DISC_MAX_CPU_ISA (switches.h reads the environment), the
+// The cap from DISC_MAX_CPU_ISA (environment.h reads it), the
 // highest tier when unset; an unknown value is logged once and ignored.
 CpuTier MaxCpuTier();
 

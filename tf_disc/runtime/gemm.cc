@@ -14,7 +14,7 @@
 #include "tf_disc/runtime/gemm_bf16.h"
 #include "tf_disc/runtime/gemm_packed.h"
 #include "tf_disc/runtime/gemm_skinny.h"
-#include "tf_disc/runtime/switches.h"
+#include "tf_disc/runtime/kernel_policy.h"
 
 namespace tf_disc {
 namespace {
@@ -99,10 +99,9 @@ void Contract(const GemmArgs& g, Eigen::ThreadPoolInterface* pool, int threads, 
 // in gemm_pack_lhs against 47% in the kernel); gemm_skinny.h streams B.
 constexpr int64_t kSkinnyMaxRows = 128;
 
-// DISC_GEMM_SKINNY=0 sends skinny products to Eigen too: an A/B switch
-// (runtime/switches.h), so that benchmarks/bert_dynamic.py times both in one process.
+// Kernel policy skinny_gemm kOff sends skinny products to Eigen too.
 bool Skinny(const GemmArgs& g) {
-  if (RuntimeSwitchValue(RuntimeSwitch::kGemmSkinny) == '0') return false;
+  if (CurrentKernelPolicy().skinny_gemm == SkinnyGemm::kOff) return false;
   return g.dtype == DISC_DTYPE_FLOAT && !g.trans_b && g.m <= kSkinnyMaxRows &&
          g.n >= SkinnyTileCols(g);
 }
@@ -117,13 +116,13 @@ bool Skinny(const GemmArgs& g) {
 // (n <= 128) of moderate depth (k <= 256): attention context [12b, s, s] x
 // [12b, s, 64] at s = 128..256 ran 1.07-1.18x Eigen's speed; deeper ones
 // (k = 512, 1024) and projections and FFN stay with Eigen, faster there.
-// DISC_GEMM_PACKED (an A/B switch): 0 keeps Eigen for all, 1 sends every
+// Kernel policy packed_gemm kOff keeps Eigen for all, kOn sends every
 // non-skinny float product to the kernel.
 bool Packed(const GemmArgs& g) {
   if (g.dtype != DISC_DTYPE_FLOAT || !PackedGemmAvailable()) return false;
-  const char mode = RuntimeSwitchValue(RuntimeSwitch::kGemmPacked);
-  if (mode == '1') return true;
-  if (mode == '0') return false;
+  const PathChoice mode = CurrentKernelPolicy().packed_gemm;
+  if (mode == PathChoice::kOn) return true;
+  if (mode == PathChoice::kOff) return false;
   if (g.trans_b) return g.m <= kSkinnyMaxRows || g.k <= 128;
   return g.batch > 1 && g.n <= 128 && g.k <= 256;
 }
@@ -190,8 +189,8 @@ void Run(const GemmArgs& g, int num_threads, void* eigen_pool,
 
 // The epilogue over all of C as a second pass, rows (of every batch entry)
 // on the pool: after the threaded contraction and the bf16 kernel, whose
-// blocks run none, and everywhere under DISC_GEMM_EPILOGUE=0 (an A/B switch
-// like DISC_GEMM_SKINNY), as an unfused kernel would.  A piece's rows within
+// blocks run none, and everywhere under kernel policy gemm_epilogue_fusion
+// false, as an unfused kernel would.  A piece's rows within
 // one batch entry go to GemmEpilogue together (one call when C is dense).
 void EpiloguePass(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for) {
   if (g.epilogue == nullptr) return;
@@ -210,7 +209,7 @@ void EpiloguePass(const GemmArgs& g, int num_threads, const GemmParallelFor& par
 template <typename T>
 bool EpilogueAfter(const GemmArgs& g, int num_threads, void* eigen_pool,
                    const GemmParallelFor& parallel_for) {
-  if (g.epilogue == nullptr || RuntimeSwitchValue(RuntimeSwitch::kGemmEpilogue) != '0') {
+  if (g.epilogue == nullptr || CurrentKernelPolicy().gemm_epilogue_fusion) {
     return false;
   }
   GemmArgs plain = g;
@@ -297,15 +296,15 @@ void GemmEpilogue(const GemmArgs& g, int64_t b, int64_t r0, int64_t r1, int64_t 
 // weights are not packed: short products stream them through the skinny
 // kernel and longer ones amortize Eigen's packing (pre-packed measured
 // within 5% of both), so a second copy of every weight would buy nothing.
-// DISC_GEMM_PREPACK=0 (an A/B switch) keeps the per-call routes;
-// DISC_GEMM_PACKED=0 too.
+// Kernel policy prepack_weights false keeps the per-call routes;
+// packed_gemm kOff too.
 bool PrepackedFp32Applies(const GemmArgs& g) {
   if (g.dtype != DISC_DTYPE_FLOAT || !g.trans_b || g.batch <= 0 || g.m <= 0 || g.n <= 0 ||
       g.k <= 0 || !PackedGemmAvailable()) {
     return false;
   }
-  return RuntimeSwitchValue(RuntimeSwitch::kGemmPrepack) != '0' &&
-         RuntimeSwitchValue(RuntimeSwitch::kGemmPacked) != '0';
+  const KernelPolicy policy = CurrentKernelPolicy();
+  return policy.prepack_weights && policy.packed_gemm != PathChoice::kOff;
 }
 
 namespace {
@@ -326,13 +325,11 @@ bool ValidArgs(const GemmArgs& g, std::string* error) {
 
 // Whether RunGemmMulti runs all parts in one skinny region: each one
 // RunGemm would send to the skinny kernel (no pre-packed B, epilogue fused),
-// of one m and k (RunSkinny's task cost).  DISC_GEMM_MULTI=0 (an A/B
-// switch) runs the parts one by one instead.
+// of one m and k (RunSkinny's task cost).  Kernel policy multi_gemm false
+// (or gemm_epilogue_fusion false) runs the parts one by one instead.
 bool SkinnyTogether(const GemmArgs* parts, int num_parts) {
-  if (RuntimeSwitchValue(RuntimeSwitch::kGemmMulti) == '0' ||
-      RuntimeSwitchValue(RuntimeSwitch::kGemmEpilogue) == '0') {
-    return false;
-  }
+  const KernelPolicy policy = CurrentKernelPolicy();
+  if (!policy.multi_gemm || !policy.gemm_epilogue_fusion) return false;
   for (int p = 0; p < num_parts; ++p) {
     const GemmArgs& g = parts[p];
     if (!Skinny(g) || g.packed_b32 != nullptr || g.batch != 1 || g.m == 0 || g.k == 0 ||

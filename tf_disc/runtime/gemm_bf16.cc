@@ -36,7 +36,7 @@
 #include "tf_disc/runtime/disc_abi.h"
 #include "tf_disc/runtime/gemm_amx.h"
 #include "tf_disc/runtime/kernel_entry.h"
-#include "tf_disc/runtime/switches.h"
+#include "tf_disc/runtime/kernel_policy.h"
 
 #ifdef DISC_BF16_KERNEL
 #include <immintrin.h>
@@ -479,16 +479,17 @@ bool Run(const GemmArgs& g, int num_threads, const GemmParallelFor& parallel_for
 
 bool Bf16GemmAvailable() {
   // The op library's choice (Bf16GemmPays: the tier includes AVX512_BF16
-  // and the CPU runs it faster than FP32); DISC_GEMM_BF16 (an A/B switch)
-  // 1 runs the kernel wherever the tier allows, 0 nowhere.
-  switch (RuntimeSwitchValue(RuntimeSwitch::kGemmBf16)) {
-    case '1':
+  // and the CPU runs it faster than FP32); kernel policy bf16_gemm kOn runs
+  // the kernel wherever the tier allows, kOff nowhere.
+  switch (CurrentKernelPolicy().bf16_gemm) {
+    case PathChoice::kOn:
       return HostCpuTier() >= CpuTier::kAvx512Bf16;
-    case '0':
+    case PathChoice::kOff:
       return false;
-    default:
-      return HostBf16Gemm();
+    case PathChoice::kAuto:
+      break;
   }
+  return HostBf16Gemm();
 }
 
 bool Bf16GemmApplies(const GemmArgs& g) {

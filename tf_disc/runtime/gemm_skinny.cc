@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "tf_disc/runtime/switches.h"
+#include "tf_disc/runtime/kernel_policy.h"
 
 namespace tf_disc {
 namespace {
@@ -114,10 +114,9 @@ void Columns(const GemmArgs& g, int64_t bi, int64_t t0, int64_t t1) {
   }
 }
 
-// DISC_GEMM_SKINNY=w (an A/B switch): the wide tile for all m, as before
-// the narrow one.
+// Kernel policy skinny_gemm kWideTile: the wide tile for all m.
 bool UseNarrow(const GemmArgs& g) {
-  return g.m <= 32 && RuntimeSwitchValue(RuntimeSwitch::kGemmSkinny) != 'w';
+  return g.m <= 32 && CurrentKernelPolicy().skinny_gemm != SkinnyGemm::kWideTile;
 }
 
 }  // namespace

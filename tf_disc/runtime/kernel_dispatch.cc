@@ -6,7 +6,7 @@
 
 #include "tensorflow/core/platform/logging.h"
 #include "tf_disc/runtime/cpu_isa.h"
-#include "tf_disc/runtime/switches.h"
+#include "tf_disc/runtime/kernel_policy.h"
 
 namespace tf_disc {
 namespace {
@@ -17,8 +17,6 @@ namespace {
 CpuTier LibraryTier(CpuTier tier) {
   return tier >= CpuTier::kAvx512Bf16 ? CpuTier::kAvx512 : tier;
 }
-
-char SwitchValue(int32_t s) { return RuntimeSwitchValue(static_cast<RuntimeSwitch>(s)); }
 
 // The folder this op library was loaded from.
 std::string OwnDirectory() {
@@ -96,7 +94,7 @@ const KernelTable* TryLoad(const std::string& dir, CpuTier tier, const KernelHos
 const KernelTable* Load() {
   const CpuTier selected = SelectedCpuTier();
   static const KernelHost host = {kKernelAbiVersion, static_cast<int32_t>(selected),
-                                  Bf16GemmPays() ? 1 : 0, &SwitchValue};
+                                  Bf16GemmPays() ? 1 : 0, KernelPolicyWord()};
   const std::string dir = OwnDirectory();
   for (int t = static_cast<int>(selected); t >= 0; --t) {
     const CpuTier tier = static_cast<CpuTier>(t);

@@ -1,6 +1,6 @@
 // Inside a per-tier kernel library: what the op library told it at load
 // time (kernel_host.cc; a standalone driver of the kernels defines
-// HostBf16Gemm itself and links switches.cc).
+// HostBf16Gemm itself and links kernel_policy.cc).
 #ifndef TF_DISC_RUNTIME_KERNEL_ENTRY_H_
 #define TF_DISC_RUNTIME_KERNEL_ENTRY_H_
 

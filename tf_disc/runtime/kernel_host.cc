@@ -1,9 +1,9 @@
 // The host services the kernels of a per-tier library call (kernel_entry.h):
-// the runtime switches and the selected tier live in the op library and
+// the kernel policy and the selected tier live in the op library and
 // reach the kernels through the KernelHost given at load time.
 #include "tf_disc/runtime/kernel_entry.h"
+#include "tf_disc/runtime/kernel_policy.h"
 #include "tf_disc/runtime/kernel_table.h"
-#include "tf_disc/runtime/switches.h"
 
 namespace tf_disc {
 namespace {
@@ -14,8 +14,8 @@ const KernelHost* kernel_host = nullptr;
 
 void SetKernelHost(const KernelHost* host) { kernel_host = host; }
 
-char RuntimeSwitchValue(RuntimeSwitch s) {
-  return kernel_host->switch_value(static_cast<int32_t>(s));
+KernelPolicy CurrentKernelPolicy() {
+  return UnpackKernelPolicy(kernel_host->kernel_policy->load(std::memory_order_relaxed));
 }
 
 CpuTier HostCpuTier() { return static_cast<CpuTier>(kernel_host->tier); }

@@ -14,6 +14,7 @@
 #ifndef TF_DISC_RUNTIME_KERNEL_TABLE_H_
 #define TF_DISC_RUNTIME_KERNEL_TABLE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,7 +28,7 @@ namespace tf_disc {
 
 // Bumped whenever KernelHost, KernelTable or the argument structs change:
 // a library of another version is refused (and the next tier down tried).
-constexpr int32_t kKernelAbiVersion = 4;
+constexpr int32_t kKernelAbiVersion = 5;
 
 struct KernelHost {
   int32_t abi_version;
@@ -35,8 +36,8 @@ struct KernelHost {
   int32_t tier;
   // cpu_isa.h Bf16GemmPays(): fast math runs the bf16 kernel.
   int32_t bf16_gemm;
-  // switches.h RuntimeSwitchValue, by the enum's value.
-  char (*switch_value)(int32_t runtime_switch);
+  // kernel_policy.h KernelPolicyWord(): the policy in force, packed.
+  const std::atomic<uint64_t>* kernel_policy;
 };
 
 struct KernelTable {

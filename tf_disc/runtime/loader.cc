@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "tf_disc/runtime/environment.h"
+
 namespace tf_disc {
 
 std::shared_ptr<const Executable> LoadExecutable(const std::string& path,
@@ -85,9 +87,7 @@ bool WriteNewFile(const std::string& path, const std::string& bytes,
 
 std::shared_ptr<const Executable> LoadExecutableFromBytes(
     const std::string& bytes, const std::string& name, std::string* error) {
-  const char* tmp = getenv("TMPDIR");
-  std::string base = (tmp != nullptr && tmp[0] == '/') ? tmp : "/tmp";
-  std::string templ = base + "/blade_disc_tf_embedded_XXXXXX";
+  std::string templ = Environment().tmp_dir + "/blade_disc_tf_embedded_XXXXXX";
   std::vector<char> dir(templ.begin(), templ.end());
   dir.push_back('\0');
   if (mkdtemp(dir.data()) == nullptr) {  // mkdtemp creates the dir 0700

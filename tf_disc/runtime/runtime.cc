@@ -10,7 +10,7 @@
 #include "tf_disc/runtime/conv_bf16.h"
 #include "tf_disc/runtime/gemm.h"
 #include "tf_disc/runtime/kernel_dispatch.h"
-#include "tf_disc/runtime/switches.h"
+#include "tf_disc/runtime/kernel_policy.h"
 
 namespace tf_disc {
 
@@ -180,9 +180,8 @@ void KernelRuntime::SetError(void* self_ptr, int32_t code,
 }
 
 // The intra-op pool as (threads, Eigen pool, parallel_for) for gemm.cc and
-// window.cc; one thread and no pool when TF gives none, or under
-// DISC_KERNEL_THREADS=1 (a benchmark switch: library kernels on one thread,
-// the deliberately slowed policy the self-guard is measured against).
+// window.cc; one thread and no pool when TF gives none, or under kernel
+// policy kernel_threads 1 (kernel_policy.h).
 struct PoolView {
   int threads = 1;
   void* eigen_pool = nullptr;
@@ -193,7 +192,7 @@ static PoolView ViewPool(OpKernelContext* ctx) {
   auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
   PoolView v;
   if (workers != nullptr && workers->workers != nullptr && workers->num_threads > 1 &&
-      RuntimeSwitchValue(RuntimeSwitch::kKernelThreads) != '1') {
+      CurrentKernelPolicy().kernel_threads != 1) {
     v.threads = workers->num_threads;
     v.eigen_pool = static_cast<void*>(workers->workers->AsEigenThreadPool());
   }
