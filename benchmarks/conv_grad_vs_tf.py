@@ -1,6 +1,6 @@
 """blade_disc_tf's Conv2DBackpropInput / Conv2DBackpropFilter (ops/nn_conv_grad.py:
-runtime/conv_transpose.cc and runtime/conv_filter_grad.cc) and the depthwise
-gradients (runtime/depthwise_grad.cc: rows dw_input / dw_filter, MobileNetV2
+runtime/cpu/conv_transpose.cc and runtime/cpu/conv_filter_grad.cc) and the depthwise
+gradients (runtime/cpu/depthwise_grad.cc: rows dw_input / dw_filter, MobileNetV2
 training layers, 3x3) versus stock TF's kernels, at ResNet-like
 gradient shapes, sizes from tf.shape in the cluster (one compile per op);
 the filter's shape is known (a weight), images are dynamic.

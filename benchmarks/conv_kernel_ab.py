@@ -1,4 +1,4 @@
-"""A/B of the forward convolution kernels (runtime/conv_direct.cc) of two
+"""A/B of the forward convolution kernels (runtime/cpu/conv_direct.cc) of two
 source trees, without TF or a rebuilt libblade_disc_tf.so: each tree's
 kernels are compiled into benchmarks/conv_kernel_driver.cc, and the two
 binaries run in alternating processes (medians of their per-process
@@ -22,7 +22,7 @@ from typing import Dict, List
 import kernel_build
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCES = ["tf_disc/runtime/conv_direct.cc", "tf_disc/runtime/kernel_policy.cc"]
+SOURCES = ["tf_disc/runtime/cpu/conv_direct.cc", "tf_disc/runtime/cpu/kernel_policy.cc"]
 
 
 def build(tree: str, out: str) -> None:

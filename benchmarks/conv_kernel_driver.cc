@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "driver_util.h"
-#include "tf_disc/runtime/conv_direct.h"
+#include "tf_disc/runtime/cpu/conv_direct.h"
 
 
 int main(int argc, char** argv) {

@@ -1,5 +1,5 @@
 """blade_disc_tf's convolutions (rt->window: the direct register-tiled kernel
-of runtime/conv_direct.cc with bias/ReLU on its tiles, 1x1s included; direct
+of runtime/cpu/conv_direct.cc with bias/ReLU on its tiles, 1x1s included; direct
 depthwise loops) versus stock TF's Conv2D / DepthwiseConv2dNative (oneDNN)
 at ResNet-50 and MobileNetV2 layer shapes.
 

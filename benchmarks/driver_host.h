@@ -1,6 +1,6 @@
 // For the standalone drivers linked with the kernel sources themselves
 // (gemm_skinny_driver.cc, gemm_bf16_cpu.cc): the host service the kernels
-// would get from the op library (runtime/kernel_entry.h).  Include it in one
+// would get from the op library (runtime/cpu/kernel_entry.h).  Include it in one
 // unit per driver.
 #ifndef BENCHMARKS_DRIVER_HOST_H_
 #define BENCHMARKS_DRIVER_HOST_H_
@@ -10,7 +10,7 @@
 
 #include <algorithm>
 
-#include "tf_disc/runtime/kernel_entry.h"
+#include "tf_disc/runtime/cpu/kernel_entry.h"
 
 namespace driver_host {
 

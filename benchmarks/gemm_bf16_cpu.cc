@@ -1,5 +1,5 @@
 // Driver for benchmarks/gemm_bf16_cpu.py: the bf16 GEMM kernel
-// (runtime/gemm_bf16.cc) alone, timed in this thread's CPU time (min of
+// (runtime/cpu/gemm_bf16.cc) alone, timed in this thread's CPU time (min of
 // repeats), which a machine shared with other jobs perturbs far less than
 // wall time; plus the measured vdpbf16ps peak of one core, so that
 // efficiency is a ratio of two measurements.  One line per shape:
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "driver_host.h"
-#include "tf_disc/runtime/gemm_bf16.h"
+#include "tf_disc/runtime/cpu/gemm_bf16.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-"""The bf16 fast-math GEMM kernel (runtime/gemm_bf16.cc) alone at BERT-base
+"""The bf16 fast-math GEMM kernel (runtime/cpu/gemm_bf16.cc) alone at BERT-base
 shapes, in thread CPU time, each of its paths this CPU has side by side:
 VDPBF16PS (AVX512_BF16; with the measured VDPBF16PS peak of one core) and
-AMX tiles (runtime/gemm_amx.cc).
+AMX tiles (runtime/cpu/gemm_amx.cc).
 
 Why: on a machine shared with other jobs, wall-time medians of whole models
 move by several percent between runs; a kernel's CPU time in one thread
@@ -35,9 +35,9 @@ def build(out_dir: str) -> str:
     """The driver binary, built against this checkout's kernel."""
     exe = os.path.join(out_dir, "gemm_bf16_cpu")
     subprocess.run(["g++", *kernel_build.kernel_flags(), "-std=c++17", f"-I{ROOT}",
-                    os.path.join(ROOT, "tf_disc/runtime/gemm_bf16.cc"),
-                    os.path.join(ROOT, "tf_disc/runtime/gemm_amx.cc"),
-                    os.path.join(ROOT, "tf_disc/runtime/kernel_policy.cc"),
+                    os.path.join(ROOT, "tf_disc/runtime/cpu/gemm_bf16.cc"),
+                    os.path.join(ROOT, "tf_disc/runtime/cpu/gemm_amx.cc"),
+                    os.path.join(ROOT, "tf_disc/runtime/cpu/kernel_policy.cc"),
                     os.path.join(ROOT, "benchmarks/gemm_bf16_cpu.cc"), "-o", exe], check=True)
     return exe
 

@@ -1,4 +1,4 @@
-"""The skinny GEMM kernel (runtime/gemm_skinny.cc) at batch-1 BERT's weight
+"""The skinny GEMM kernel (runtime/cpu/gemm_skinny.cc) at batch-1 BERT's weight
 shapes, against the machine's bounds and stock TF's MatMul (oneDNN).
 
 Short products (m = 8..64 rows of activations) stream the weight B from

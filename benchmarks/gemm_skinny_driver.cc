@@ -30,7 +30,7 @@
 
 #include "driver_host.h"
 #include "driver_util.h"
-#include "tf_disc/runtime/gemm.h"
+#include "tf_disc/runtime/cpu/gemm.h"
 
 namespace {
 

@@ -156,8 +156,8 @@ def test_wheel_contents_and_metadata(built):
     for lib in built_libs:
         assert "blade_disc_tf/" + os.path.basename(lib) in names
     assert "blade_disc_tf/runtime/disc_abi.h" in names
-    assert "blade_disc_tf/runtime/cpu/disc_prelude.h" in names   # the prelude
-    assert "blade_disc_tf/runtime/cpu/disc_math.h" in names
+    assert "blade_disc_tf/runtime/cpu/prelude/disc_prelude.h" in names   # the prelude
+    assert "blade_disc_tf/runtime/cpu/prelude/disc_math.h" in names
     assert "blade_disc_tf/compiler/__init__.py" in names
     assert f"Requires-Dist: tensorflow=={tf.__version__}\n" in metadata
     cp = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -178,7 +178,7 @@ def test_installed_wheel_compiles_dynamic_shapes(installed, tmp_path):
     for path in out["modules"] + [out["library"], out["include_dir"]]:
         assert os.path.realpath(path).startswith(site + os.sep), path
     assert os.path.isfile(os.path.join(out["include_dir"], "disc_abi.h"))
-    assert os.path.isfile(os.path.join(out["include_dir"], "cpu", "disc_prelude.h"))
+    assert os.path.isfile(os.path.join(out["include_dir"], "cpu", "prelude", "disc_prelude.h"))
     clusters = out["clusters"]
     assert len(clusters) == 1, clusters
     (counters,) = clusters.values()

@@ -1,5 +1,5 @@
 """Builds tf_disc/python/libblade_disc_tf.so (portable) and its per-ISA
-kernel libraries libblade_disc_tf_kernels_<tier>.so (runtime/kernel_table.h)
+kernel libraries libblade_disc_tf_kernels_<tier>.so (runtime/cpu/kernel_table.h)
 against the installed TF wheel.
 
 Usage: python tf_disc/build_ops.py [--force]   or   build(force=False) -> path.
@@ -62,7 +62,7 @@ def _deps_hash(cfg, cflags, ldflags):
 
 
 def kernel_library_name(tier: str) -> str:
-    """The file of one tier's kernel library (runtime/kernel_dispatch.cc)."""
+    """The file of one tier's kernel library (runtime/cpu/kernel_dispatch.cc)."""
     return "libblade_disc_tf_kernels_%s.so" % tier
 
 

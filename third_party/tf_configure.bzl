@@ -105,7 +105,7 @@ DISC_EXTRA_LDFLAGS = {extra_ldflags}
 DISC_COPTS = TF_COPTS + {include_copts} + DISC_EXTRA_CFLAGS
 DISC_LINKOPTS = DISC_EXTRA_LDFLAGS
 
-# The per-ISA kernel libraries (runtime/kernel_table.h):
+# The per-ISA kernel libraries (runtime/cpu/kernel_table.h):
 # //tf_disc:libblade_disc_tf_kernels_<tier>.so, each compiled with DISC_COPTS +
 # DISC_KERNEL_CFLAGS + its tier's flags.
 DISC_KERNEL_SOURCES = {kernel_sources}

@@ -1,4 +1,4 @@
-"""The prelude (runtime/cpu/disc_prelude.h) plus small extern "C" loops over it,
+"""The prelude (runtime/cpu/prelude/disc_prelude.h) plus small extern "C" loops over it,
 compiled as kernels are (same flags: the loops vectorize), for the accuracy
 tests of its math functions."""
 from __future__ import annotations

@@ -88,7 +88,7 @@ def _images(k, padding, dil):
 @pytest.mark.parametrize("col2im", ["off", "on"])
 @pytest.mark.parametrize("k,strides,padding,dil", CONFIGS)
 def test_backprop_input(disc, force_col2im, k, strides, padding, dil, col2im):
-    """Both algorithms of runtime/conv_transpose.cc (per-phase convolutions,
+    """Both algorithms of runtime/cpu/conv_transpose.cc (per-phase convolutions,
     col2im), forced by the kernel policy."""
     force_col2im(col2im)
     attrs = _attrs(strides, padding, dil)
@@ -113,7 +113,7 @@ def test_backprop_filter(disc, k, strides, padding, dil):
                                                ((3, 3), (3, 2), "VALID")])
 def test_backprop_input_is_one_conv_transpose(disc, tmp_path, k, strides, padding):
     """A strided gradient is not spaced out with zeros (no pad op): one
-    window op of kind conv_transpose (runtime/conv_transpose.cc)."""
+    window op of kind conv_transpose (runtime/cpu/conv_transpose.cc)."""
     import glob
     attrs = _attrs(strides, padding, 1)
     disc.enable(min_cluster_size=1, dump_dir=str(tmp_path / "dump"))
@@ -157,7 +157,7 @@ def test_wide_channels_and_f64(disc, force_col2im, col2im):
 @pytest.mark.parametrize("strides,padding", [(1, "VALID"), (1, "SAME"), (2, "SAME")])
 def test_backprop_input_default_algorithm_64_channels(disc, strides, padding):
     """64 output channels and whole images per thread, the policy "auto":
-    runtime/conv_transpose.cc's own pick (col2im for VALID 6x6 at stride 1,
+    runtime/cpu/conv_transpose.cc's own pick (col2im for VALID 6x6 at stride 1,
     whose output has 2.25x the gradient's pixels, and at stride 2; the
     per-phase convolution for SAME at stride 1), for every image size."""
     attrs = _attrs(strides, padding, 1)
@@ -172,7 +172,7 @@ def test_backprop_input_default_algorithm_64_channels(disc, strides, padding):
 def test_backprop_input_col2im_many_panels(disc, force_col2im, strides, padding):
     """Images of several col2im panels each (the last one partial), the
     gradient's 37 channels not a multiple of the packed kernel's 16 lanes:
-    runtime/conv_transpose.cc's panel product on rows from mid-image."""
+    runtime/cpu/conv_transpose.cc's panel product on rows from mid-image."""
     force_col2im("on")
     attrs = _attrs(strides, padding, 1)
 

@@ -93,7 +93,7 @@ def test_fused_conv_bias_relu_and_batch_norm(disc):
     ("VALID", (1, 1), 2, 1, 7, 130), ("SAME", (1, 1), 1, 1, 9, 48),
     ("SAME", (3, 3), 1, 1, 40, 100)])
 def test_conv2d_direct_and_gemm_paths(disc, direct, padding, k, strides, dil, cin, cout):
-    """The direct kernel (runtime/conv_direct.cc) and the im2col GEMM, each
+    """The direct kernel (runtime/cpu/conv_direct.cc) and the im2col GEMM, each
     forced by kernel policy direct_conv, on outputs wide enough for full register
     tiles plus ragged pixel and channel tails (40->100: a filter larger
     than the input, so the channel-block-major task order, over several
@@ -140,7 +140,7 @@ def test_conv2d_direct_block_major_runs(disc, strides, dil):
                                                ((3, 3), 75, 128, 1), ((3, 3), 130, 200, 2)])
 def test_conv2d_direct_long_filter_passes(disc, k, cin, cout, strides):
     """Filter rows over 640 per block where a block's rows are at most 128
-    channels apart (runtime/conv_direct.cc kLongChunk): several long passes
+    channels apart (runtime/cpu/conv_direct.cc kLongChunk): several long passes
     of unequal split (1350 rows in 3, 700 in 2, 675 in 2), a partial
     block, and at 200 channels the 128-row passes again, each with the
     bias + Relu epilogue on the last pass only."""
@@ -158,7 +158,7 @@ def test_conv2d_direct_long_filter_passes(disc, k, cin, cout, strides):
                                              ([[0, 0], [2, 0], [1, 3], [0, 0]], 1)])
 @pytest.mark.parametrize("cin,cout", [(64, 20), (512, 128)])
 def test_conv2d_direct_bands_over_budget(disc, padding, strides, cin, cout):
-    """Padded inputs larger than a task's band budget (runtime/conv_direct.cc
+    """Padded inputs larger than a task's band budget (runtime/cpu/conv_direct.cc
     RunInput: 64K floats pixel-major, 512K block-major): a thread's bands
     are cut short of its pixels and rebuilt, within an image and across
     image boundaries; 512->128 is block-major with the whole padded input

@@ -1,5 +1,5 @@
 """DepthwiseConv2dNativeBackpropInput / ...BackpropFilter (ops/nn_conv_grad.py,
-runtime/depthwise_grad.cc) through DiscLaunch against stock TF eager:
+runtime/cpu/depthwise_grad.cc) through DiscLaunch against stock TF eager:
 strides (equal and not), SAME/VALID/EXPLICIT padding, depth
 multipliers 1 and 3, channel counts around the kernels' 64- and 16-wide
 blocks, the register-blocked 3- and 5-wide windows of both gradients,

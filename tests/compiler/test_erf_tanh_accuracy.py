@@ -1,4 +1,4 @@
-"""disc_erf(float) (runtime/cpu/disc_math.h, its Horner steps fused) and
+"""disc_erf(float) (runtime/cpu/prelude/disc_math.h, its Horner steps fused) and
 disc_tanh(float) (TF's non-FMA steps) within their documented error of
 float64 erf/tanh, compiled as kernels are (same flags, a vectorized loop): a dense grid through the
 rational parts and the clamps' tails, |result| <= 1, odd symmetry, and

@@ -1,4 +1,4 @@
-"""disc_erfc(float) (runtime/cpu/disc_math.h; GELU's exact form is
+"""disc_erfc(float) (runtime/cpu/prelude/disc_math.h; GELU's exact form is
 0.5 x erfc(-x/sqrt2)) within its documented 4.1 ulp of float64 erfc, compiled
 as kernels are (same flags, a vectorized loop), at least as close as TF's
 own Eigen erfc, gradual underflow near erfc's float limit, and special

@@ -1,4 +1,4 @@
-"""disc_exp_fast (the Softmax/LogSoftmax exp, runtime/cpu/disc_math.h) within
+"""disc_exp_fast (the Softmax/LogSoftmax exp, runtime/cpu/prelude/disc_math.h) within
 its documented 1.5 ulp of the true exp, compiled as kernels are (same flags, a
 vectorized loop), over a dense sweep of [-86.98, 88.72], 0 below (oneDNN's
 flush) and the special values."""

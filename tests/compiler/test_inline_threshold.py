@@ -1,5 +1,5 @@
 """One inline threshold: generated code (codegen/dispatch.py) and the
-runtime's ParallelFor (runtime/runtime.cc) run a range on the calling
+runtime's ParallelFor (runtime/cpu/runtime.cc) run a range on the calling
 thread below the same cost, and the generated test cannot overflow."""
 import os
 import re
@@ -7,7 +7,7 @@ import re
 from blade_disc_tf.compiler.codegen import dispatch
 
 RUNTIME_CC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "tf_disc", "runtime", "runtime.cc")
+    os.path.abspath(__file__)))), "tf_disc", "runtime", "cpu", "runtime.cc")
 
 
 def test_runtime_and_generated_code_share_the_inline_cost():

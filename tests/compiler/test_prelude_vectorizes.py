@@ -1,4 +1,4 @@
-"""Every prelude math function (runtime/cpu/disc_math.h) an elementwise op
+"""Every prelude math function (runtime/cpu/prelude/disc_math.h) an elementwise op
 lowers to compiles, in a plain loop with the kernels' flags, to packed
 (SIMD) arithmetic.  A select
 GCC cannot vectorize anywhere inside one (expm1 and softplus had a mask of

@@ -1,4 +1,4 @@
-"""The runtime headers generated CPU code includes (runtime/cpu/, the
+"""The runtime headers generated CPU code includes (runtime/cpu/prelude/, the
 prelude): each compiles on its own with the kernels' flags for the AVX2 and
 the AVX-512 tier, the prelude's kernel error codes are codegen's
 ERROR_MESSAGES', and their bytes (disc_abi.h's too) are part of the disk
@@ -71,7 +71,7 @@ def _keys() -> tuple:
     return cache.cache_key("int x;", "target=cpu", CXX, extra), req
 
 
-@pytest.mark.parametrize("header", ["disc_abi.h", PRELUDE_HEADER, "cpu/disc_math.h"])
+@pytest.mark.parametrize("header", ["disc_abi.h", PRELUDE_HEADER, "cpu/prelude/disc_math.h"])
 def test_editing_a_header_changes_the_keys(include_copy, header):
     before = _keys()
     assert _keys() == before
@@ -83,6 +83,6 @@ def test_editing_a_header_changes_the_keys(include_copy, header):
 
 def test_a_new_cpu_header_changes_the_keys(include_copy):
     before = _keys()
-    with open(os.path.join(include_copy, "cpu", "disc_extra.h"), "w") as f:
+    with open(os.path.join(include_copy, "cpu", "prelude", "disc_extra.h"), "w") as f:
         f.write("#pragma once\n")
     assert _keys()[0] != before[0]

@@ -1,4 +1,4 @@
-// Checks the kernel policy's packed word (tf_disc/runtime/kernel_policy.h)
+// Checks the kernel policy's packed word (tf_disc/runtime/cpu/kernel_policy.h)
 // and the environment unit (runtime/environment.h): every field value
 // survives the word both libraries read, out-of-range values are refused
 // with the field named, and the variables the op library keeps are read.
@@ -9,7 +9,7 @@
 
 #include "tests/cpp_layer/expect.h"
 #include "tf_disc/runtime/environment.h"
-#include "tf_disc/runtime/kernel_policy.h"
+#include "tf_disc/runtime/cpu/kernel_policy.h"
 
 using check::Expect;
 using tf_disc::KernelPolicy;

@@ -1,4 +1,4 @@
-"""The kernel policy's word (tf_disc/runtime/kernel_policy.h) and the op
+"""The kernel policy's word (tf_disc/runtime/cpu/kernel_policy.h) and the op
 library's environment unit (runtime/environment.h): kernel_policy_check.cc,
 compiled here against kernel_policy.cc and environment.cc alone, run under
 environments that set and unset the variables the op library keeps."""
@@ -16,7 +16,7 @@ def check(tmp_path_factory):
     exe = str(tmp_path_factory.mktemp("policy") / "kernel_policy_check")
     subprocess.run(["c++", "-std=c++17", "-O1", "-Wall", "-Werror", "-I", ROOT,
                     os.path.join(HERE, "kernel_policy_check.cc"),
-                    os.path.join(ROOT, "tf_disc", "runtime", "kernel_policy.cc"),
+                    os.path.join(ROOT, "tf_disc", "runtime", "cpu", "kernel_policy.cc"),
                     os.path.join(ROOT, "tf_disc", "runtime", "environment.cc"), "-o", exe],
                    check=True, capture_output=True, text=True)
     return exe

@@ -1,5 +1,5 @@
 """Each path of the bf16 fast-math GEMM this CPU has, in its own process
-(the tier cap is read once per process): AMX tiles (runtime/gemm_amx.cc,
+(the tier cap is read once per process): AMX tiles (runtime/cpu/gemm_amx.cc,
 tier avx512_amx) and VDPBF16PS (tier avx512_bf16, also what an AMX CPU runs
 under DISC_MAX_CPU_ISA=avx512_bf16), each within the documented error bound
 against float64 over shapes that cover the tile edges: rows not a multiple
@@ -75,7 +75,7 @@ for m in (16, 35, 300):
     for _ in range(2):
         check(dense(x).numpy(), x, w.numpy(), 300)
 
-# Conv2D (runtime/conv_bf16.cc): patch rows as A, the filter packed once.
+# Conv2D (runtime/cpu/conv_bf16.cc): patch rows as A, the filter packed once.
 conv_worst, conv_seen = 0.0, 0.0
 for kh, kw, ci, co, stride, padding in [(3, 3, 16, 70, 1, "SAME"), (7, 7, 3, 64, 2, "SAME"),
                                         (1, 1, 64, 130, 1, "VALID"), (3, 3, 40, 17, 2, "VALID")]:

@@ -1,4 +1,4 @@
-"""ISA tiers (runtime/cpu_isa.h, compiler/build/isa.py): under the
+"""ISA tiers (runtime/cpu/cpu_isa.h, compiler/build/isa.py): under the
 DISC_MAX_CPU_ISA cap the op library loads that tier's kernel library and
 compiles generated code for that tier only, and the results still equal
 TF's; the target_isa option lowers generated code alone.  Each cap runs in

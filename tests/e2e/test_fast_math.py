@@ -16,7 +16,7 @@ from graph_inspection import total
 
 # The bf16 kernel can run here (this CPU and DISC_MAX_CPU_ISA allow it); the
 # tests run it through kernel policy bf16_gemm="on" also where the op library would not
-# by default (runtime/cpu_isa.h Bf16GemmPays: Intel Xeons).
+# by default (runtime/cpu/cpu_isa.h Bf16GemmPays: Intel Xeons).
 HAS_BF16 = _library.load().stats()["cpu"]["selected"] in ("avx512_bf16", "avx512_amx")
 MIN_BF16_ROWS = 16  # gemm_bf16.cc kMinRows: skinnier products keep fp32
 
@@ -294,7 +294,7 @@ def test_converted_model_keyed_by_an_older_converter_still_served(fm, tmp_path):
     assert total(stats, "compiles") == 0, stats
 
 
-# Weights packed once (runtime/packed_weights.h): a GEMM's B that comes
+# Weights packed once (runtime/cpu/packed_weights.h): a GEMM's B that comes
 # straight from a resource variable's read (or an unclustered Const) is
 # packed to bf16 on its first bf16 call and reused while its buffer is the
 # same; an updated variable is repacked; TF1 ref variables and computed or

@@ -1,4 +1,4 @@
-"""fast_math="bf16" on Conv2D (runtime/conv_bf16.h): within the GEMM's
+"""fast_math="bf16" on Conv2D (runtime/cpu/conv_bf16.h): within the GEMM's
 documented error bound (k = k_h * k_w * in_c) against float64 over many
 dynamic shapes (strides, padding, dilation, 1x1s, the 3-channel stem, the
 fused bias/batch-norm/relu epilogue), one compile per cluster key, the option

@@ -1,4 +1,4 @@
-"""The runtime's packed AVX-512 fp32 GEMM (runtime/gemm_packed.cc: 14 x 32
+"""The runtime's packed AVX-512 fp32 GEMM (runtime/cpu/gemm_packed.cc: 14 x 32
 register tiles, B packed in 384 x 256 blocks, A read in place) against numpy
 through a real DiscLaunch: m, n, k swept over 1..70 around the tile edges,
 sizes over a k block and a column block, every trans_a/trans_b, batched and

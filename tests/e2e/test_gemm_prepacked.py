@@ -1,4 +1,4 @@
-"""fp32 weights packed once (runtime/packed_weights.h, gemm_packed.h
+"""fp32 weights packed once (runtime/cpu/packed_weights.h, gemm_packed.h
 PackFp32B): a float GEMM whose transposed B comes straight from a resource
 variable's read is packed on its first call (row-major weights never are) and then served from the packed copy
 while the variable's buffer is unchanged.  Checked against numpy over odd

@@ -117,7 +117,7 @@ std::unordered_set<std::string> ColocationTargets(
 }
 
 // Whether output `port` of `producer` is a buffer no op writes while
-// DiscLaunch holds a reference to it (runtime/packed_weights.h): a Const's
+// DiscLaunch holds a reference to it (runtime/cpu/packed_weights.h): a Const's
 // tensor, or a resource variable's value (updates copy a shared buffer
 // first).  Not a TF1 ref variable (Assign writes in place regardless), nor
 // anything computed or fed through an Identity.

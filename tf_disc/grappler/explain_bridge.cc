@@ -11,7 +11,7 @@
 #include "tf_disc/grappler/analysis.h"
 #include "tf_disc/grappler/clustering.h"
 #include "tf_disc/grappler/support_table.h"
-#include "tf_disc/ops/json.h"
+#include "tf_disc/common/json.h"
 #include "tf_disc/ops/options.h"
 
 namespace tf_disc {

@@ -1,7 +1,7 @@
 /* The C API behind disc.explain(): runs the optimizer's own clustering
  * decision (grappler/analysis.h) on a GraphDef without rewriting it, and
  * reports per node whether it was clustered and, if not, why.  Beside
- * tf_disc/ops/disc_bridge.h; same string/JSON conventions. */
+ * tf_disc/bridge/disc_bridge.h; same string/JSON conventions. */
 #ifndef TF_DISC_GRAPPLER_EXPLAIN_BRIDGE_H_
 #define TF_DISC_GRAPPLER_EXPLAIN_BRIDGE_H_
 

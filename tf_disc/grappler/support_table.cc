@@ -7,7 +7,7 @@
 
 #include "tensorflow/core/framework/attr_value.pb.h"
 #include "tensorflow/core/framework/attr_value_util.h"
-#include "tf_disc/ops/json.h"
+#include "tf_disc/common/json.h"
 
 namespace tf_disc {
 namespace {

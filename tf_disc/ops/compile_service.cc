@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "tf_disc/ops/json.h"
+#include "tf_disc/common/json.h"
 
 namespace tf_disc {
 namespace {

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "tf_disc/ops/disc_bridge.h"
+#include "tf_disc/ops/compile_callback.h"
 
 namespace tf_disc {
 

@@ -19,12 +19,12 @@
 #include "tf_disc/ops/embedded.h"
 #include "tf_disc/ops/executable_cache.h"
 #include "tf_disc/ops/fallback.h"
-#include "tf_disc/ops/json.h"
+#include "tf_disc/common/json.h"
 #include "tf_disc/ops/options.h"
 #include "tf_disc/ops/self_guard.h"
 #include "tf_disc/ops/stats.h"
-#include "tf_disc/runtime/kernel_dispatch.h"
-#include "tf_disc/runtime/runtime.h"
+#include "tf_disc/runtime/cpu/kernel_dispatch.h"
+#include "tf_disc/runtime/cpu/runtime.h"
 
 namespace tf_disc {
 
@@ -42,7 +42,7 @@ REGISTER_OP("DiscLaunch")
     .Attr("const_args: list(int) = []")
     // Inputs that come straight from a Const or a resource ReadVariableOp:
     // their buffers cannot change while referenced, so fast math packs
-    // GEMM weights among them once (runtime/packed_weights.h).
+    // GEMM weights among them once (runtime/cpu/packed_weights.h).
     .Attr("stable_args: list(int) = []")
     // Whether fast_math="bf16" can change the cluster's results (it holds a
     // float32 op that may lower to a `dot` or a convolution): set by the

@@ -10,9 +10,9 @@
 
 #include "tensorflow/core/platform/logging.h"
 #include "tf_disc/ops/executable_cache.h"
-#include "tf_disc/ops/sha256.h"
+#include "tf_disc/common/sha256.h"
 #include "tf_disc/ops/stats.h"
-#include "tf_disc/runtime/cpu_isa.h"
+#include "tf_disc/runtime/cpu/cpu_isa.h"
 
 namespace tf_disc {
 namespace {

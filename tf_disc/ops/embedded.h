@@ -34,12 +34,12 @@ bool ParseEmbeddedEntry(const std::string& blob, EmbeddedEntry* entry,
                         std::string* error);
 
 // The CPU features in `required` that this process may not use: absent on
-// this machine, or above the DISC_MAX_CPU_ISA cap (runtime/cpu_isa.h
+// this machine, or above the DISC_MAX_CPU_ISA cap (runtime/cpu/cpu_isa.h
 // CpuFeatureUsable).
 std::vector<std::string> MissingCpuFeatures(
     const std::vector<std::string>& required);
 
-// The ISA tier an entry was built for (runtime/cpu_isa.h CpuTierName): the
+// The ISA tier an entry was built for (runtime/cpu/cpu_isa.h CpuTierName): the
 // highest tier among its features.
 std::string EntryTier(const EmbeddedEntry& entry);
 

@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "tf_disc/ops/executable_cache.h"
-#include "tf_disc/ops/json.h"
+#include "tf_disc/common/json.h"
 #include "tf_disc/runtime/environment.h"
 
 namespace tf_disc {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "tf_disc/runtime/cpu_isa.h"
+#include "tf_disc/runtime/cpu/cpu_isa.h"
 
 namespace tf_disc {
 
@@ -20,7 +20,7 @@ struct Options {
   bool self_guard = true;
   std::string fast_math;        // "" (exact fp32) or "bf16": part of every cache key
   // "" (the selected CPU tier) or a lower tier for generated code
-  // (runtime/cpu_isa.h names); changing it clears the executable cache.
+  // (runtime/cpu/cpu_isa.h names); changing it clears the executable cache.
   std::string target_isa;
 };
 

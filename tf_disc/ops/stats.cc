@@ -4,9 +4,9 @@
 #include <memory>
 #include <vector>
 
-#include "tf_disc/ops/json.h"
-#include "tf_disc/runtime/cpu_isa.h"
-#include "tf_disc/runtime/kernel_dispatch.h"
+#include "tf_disc/common/json.h"
+#include "tf_disc/runtime/cpu/cpu_isa.h"
+#include "tf_disc/runtime/cpu/kernel_dispatch.h"
 
 namespace tf_disc {
 namespace {
@@ -294,7 +294,7 @@ std::string StatsToJson() {
   }
   out += "}, \"embedded_tiers\": {";
   AppendCounts(r, r.embedded_tiers, &out);
-  // The ISA tiers (runtime/cpu_isa.h) and the kernel library loaded.
+  // The ISA tiers (runtime/cpu/cpu_isa.h) and the kernel library loaded.
   out += "}, \"cpu\": {";
   AppendField("detected", Quoted(CpuTierName(DetectedCpuTier())), &out);
   out += ", ";

@@ -104,7 +104,7 @@ void RecordOpsLeftInTf(const std::map<std::string, int64_t>& ops);
 // Gauge of dlopen'ed executables still referenced (not zeroed by a reset).
 void RecordExecutableLoaded(int64_t delta);
 
-// Weights packed once (runtime/packed_weights.h), bf16 or fp32: packs
+// Weights packed once (runtime/cpu/packed_weights.h), bf16 or fp32: packs
 // (zeroed by a reset) and the bytes held now (a gauge).
 void RecordWeightPacks(bool bf16, int64_t packs, int64_t bytes);
 

@@ -92,7 +92,7 @@ class Options:
         return dataclasses.replace(self, **changes)
 
     def native_json(self, enabled: bool) -> dict:
-        """The subset the C++ layer reads (see tf_disc/ops/disc_bridge.h)."""
+        """The subset the C++ layer reads (see tf_disc/bridge/disc_bridge.h)."""
         return {
             "enabled": enabled,
             "min_cluster_size": int(self.min_cluster_size),

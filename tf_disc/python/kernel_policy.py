@@ -1,5 +1,5 @@
 """The runtime kernels' policy: which kernel path a GEMM or convolution takes
-where more than one computes the same result (tf_disc/runtime/kernel_policy.h).
+where more than one computes the same result (tf_disc/runtime/cpu/kernel_policy.h).
 
 The defaults are the product's.  Benchmarks and tests change fields for a
 block, to time or check one path against another in one process:
@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterator, Literal, Tuple
 from . import _library
 
 # Each choice field's values, in the order of their C enum values
-# (runtime/kernel_policy.h SkinnyGemm, PathChoice).
+# (runtime/cpu/kernel_policy.h SkinnyGemm, PathChoice).
 SKINNY_GEMM = ("on", "off", "wide_tile")
 PATH_CHOICE = ("auto", "off", "on")
 

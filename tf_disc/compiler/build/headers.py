@@ -1,5 +1,5 @@
 """The runtime headers generated code includes (disc_abi.h and everything
-under cpu/, the prelude), and one digest of their bytes: part of the disk
+under cpu/prelude/), and one digest of their bytes: part of the disk
 cache key (cache.toolchain_parts), so that a library built against other
 headers is never reused."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from .command import include_dir
 
 ABI_HEADER = "disc_abi.h"
 # Folder of the headers generated CPU code includes (the prelude).
-CPU_HEADERS = "cpu"
+CPU_HEADERS = "cpu/prelude"
 
 
 def runtime_headers(root: str | None = None) -> list[str]:

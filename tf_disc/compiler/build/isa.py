@@ -1,4 +1,4 @@
-"""x86-64 ISA tiers of generated code (runtime/cpu_isa.h holds the same
+"""x86-64 ISA tiers of generated code (runtime/cpu/cpu_isa.h holds the same
 tiers for the op library): each tier is an explicit -march level with a
 fixed -mtune, never the build machine's native ones, so that what one machine builds runs on
 every CPU of its tier, and the tier is part of the disk cache key through
@@ -31,7 +31,7 @@ _MARCH = {
 }
 
 # /proc/cpuinfo features each tier needs beyond the one before (the psABI
-# levels; runtime/cpu_isa.cc kFeatures).
+# levels; runtime/cpu/cpu_isa.cc kFeatures).
 _NEEDS = {
     "x86-64-v2": ("sse4_2", "popcnt"),
     "avx2": ("avx", "avx2", "fma", "f16c", "bmi1", "bmi2", "movbe"),
@@ -62,7 +62,7 @@ def tiers_up_to(tier: str) -> tuple:
 
 
 def kernel_library_tier(tier: str) -> str:
-    """The tier of the kernel library a tier runs (runtime/kernel_dispatch.cc
+    """The tier of the kernel library a tier runs (runtime/cpu/kernel_dispatch.cc
     LibraryTier): avx512_bf16 and avx512_amx run the avx512 library."""
     tier = parse_tier(tier)
     return "avx512" if tier in ("avx512_bf16", "avx512_amx") else tier

@@ -1,5 +1,5 @@
 """Host code for `window` ops (ops/nn_conv.py): fills a DiscWindowArgs and
-calls rt->window (runtime/window.cc), after TF's negative-output-size check.
+calls rt->window (runtime/cpu/window.cc), after TF's negative-output-size check.
 
 IR attrs: kind (ops/nn_conv.WINDOW_KINDS, or conv_transpose: the input
 gradient of the convolution whose input has the result's shape, its

@@ -9,7 +9,7 @@ from .host_checks import free_temps
 
 # Below this many cycles (units x cost per unit) a kernel runs on the calling
 # thread.  The runtime's ParallelFor inlines below the same value
-# (kInlineCost in runtime/runtime.cc; tests/compiler/test_inline_threshold.py
+# (kInlineCost in runtime/cpu/runtime.cc; tests/compiler/test_inline_threshold.py
 # keeps them equal), so generated code and runtime callers draw one line.
 INLINE_COST = 1 << 15
 

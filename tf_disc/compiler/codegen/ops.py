@@ -2,7 +2,7 @@
 measured per-element cost (eighths of a cycle) used for the parallel_for grain.
 
 Each function gets the operand expressions, the Op and the C++ result type.
-Ops that can fail use the kernel-local `err` (see runtime/cpu/disc_prelude.h).
+Ops that can fail use the kernel-local `err` (see runtime/cpu/prelude/disc_prelude.h).
 """
 from __future__ import annotations
 

@@ -33,8 +33,7 @@ _SPECULATED = ("disc_speculated", "disc_general")
 # needs a link step, which smaller splits don't repay.
 MIN_UNIT_CHARS = 20000
 # Host code (at HOST_OPT) compiles in about 0.25x the CPU time per character
-# of kernel code (-O3): decode_loop.py's cluster 3.7 vs 15.9 ms/KB, BERT's
-# 4.6 vs 18.6 (object file CPU less the prelude's, medians of 3).
+# of kernel code (-O3).
 HOST_WEIGHT = 0.25
 # GCC optimization level of the host code (disc_entry and each version's
 # entry): one long straight-line function of shape arithmetic and calls, whose

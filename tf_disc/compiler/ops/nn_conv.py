@@ -1,7 +1,7 @@
 """Conv2D, DepthwiseConv2dNative, MaxPool(V2), AvgPool and TF's remapper
 fusions _FusedConv2D / _FusedDepthwiseConv2dNative (Grappler fuses
 Conv2D+BiasAdd(+activation) before our optimizer sees the graph) -> the
-`window` IR op, a runtime library call (codegen/conv.py, runtime/window.cc).
+`window` IR op, a runtime library call (codegen/conv.py, runtime/cpu/window.cc).
 
 NHWC only.  Output sizes are symbolic dims computed as TF's
 GetWindowedOutputSize does (SAME: ceil(in / stride); VALID/EXPLICIT:

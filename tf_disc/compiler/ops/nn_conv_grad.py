@@ -3,11 +3,11 @@ by runtime kernels, so gradient graphs cluster instead of splitting at every
 convolution.
 
 - Backprop input is the `window` op of kind conv_transpose
-  (runtime/conv_transpose.cc): col2im, or one stride-1 convolution per
+  (runtime/cpu/conv_transpose.cc): col2im, or one stride-1 convolution per
   output phase with the filter taps that reach it; no work is spent on the
   zeros a strided gradient would have between its rows and columns.
 - Backprop filter is the `window` op of kind conv_backprop_filter
-  (runtime/conv_filter_grad.cc): patches of a few hundred output pixels at
+  (runtime/cpu/conv_filter_grad.cc): patches of a few hundred output pixels at
   a time in a cache-sized panel, times the output gradient, accumulated.
 
 input_sizes / filter_sizes (from ShapeN in TF's gradient) are shape-valued tensors (hostvals.py): constants,
@@ -17,7 +17,7 @@ from them (GetWindowedOutputSize), with TF's messages.
 
 DepthwiseConv2dNativeBackpropInput / ...BackpropFilter are the window kinds
 depthwise_backprop_input / depthwise_backprop_filter
-(runtime/depthwise_grad.cc), with the same operand layout and the checks of
+(runtime/cpu/depthwise_grad.cc), with the same operand layout and the checks of
 TF's depthwise_conv_grad_op.cc (its messages: TF's oneDNN build reports bad
 shapes as an Aborted "could not create a primitive descriptor" instead)."""
 from __future__ import annotations

@@ -82,7 +82,7 @@ def _softmax(log):
         z = b.elementwise("subtract", x, m)
         f32 = x.dtype == dtypes.F32
         # f32 (and half, computed in f32): oneDNN's exp is owed in accuracy
-        # only, so the FMA exp (disc_exp_fast, runtime/cpu/disc_math.h)
+        # only, so the FMA exp (disc_exp_fast, runtime/cpu/prelude/disc_math.h)
         # instead of Eigen's.
         e = b.elementwise("exponential", z, **({"fast": True} if f32 else {}))
         if not log and f32:

@@ -1,0 +1,298 @@
+#include "tf_disc/runtime/cpu/runtime.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/container/inlined_vector.h"
+#include "tensorflow/core/framework/allocator.h"
+#include "tensorflow/core/framework/tensor_shape.h"
+#include "tensorflow/core/platform/threadpool.h"
+#include "tf_disc/runtime/cpu/conv_bf16.h"
+#include "tf_disc/runtime/cpu/gemm.h"
+#include "tf_disc/runtime/cpu/kernel_dispatch.h"
+#include "tf_disc/runtime/cpu/kernel_policy.h"
+
+namespace tf_disc {
+
+using tensorflow::OpKernelContext;
+
+KernelRuntime::KernelRuntime(OpKernelContext* ctx, const StableInputs* stable)
+    : ctx_(ctx),
+      stable_(stable),
+      allocator_(ctx->device()->GetAllocator(tensorflow::AllocatorAttributes())),
+      allocated_(ctx->num_outputs(), false) {
+  abi_.ctx = this;
+  abi_.alloc_output = &KernelRuntime::AllocOutput;
+  abi_.alloc_temp = &KernelRuntime::AllocTemp;
+  abi_.free_temp = &KernelRuntime::FreeTemp;
+  abi_.parallel_for = &KernelRuntime::ParallelFor;
+  abi_.set_error = &KernelRuntime::SetError;
+  abi_.gemm = &KernelRuntime::Gemm;
+  abi_.window = &KernelRuntime::Window;
+  abi_.gemm_epilogue = &KernelRuntime::GemmEpilogue;
+  abi_.gemm_multi = &KernelRuntime::GemmMulti;
+}
+
+KernelRuntime::~KernelRuntime() {
+  for (void* p : temps_) allocator_->DeallocateRaw(p);
+}
+
+void KernelRuntime::RecordError(absl::Status status) {
+  // The first error wins; later ones are usually consequences.
+  if (has_error_) return;
+  has_error_ = true;
+  ctx_->SetStatus(status);
+}
+
+absl::Status KernelRuntime::Run(DiscEntryFn entry, const DiscBuffer* inputs,
+                                int32_t num_inputs) {
+  int32_t rc = entry(&abi_, inputs, num_inputs);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (rc != 0 && !has_error_) {
+    RecordError(absl::InternalError(
+        "DiscLaunch: generated code returned " + std::to_string(rc) +
+        " without reporting an error"));
+  }
+  if (!has_error_) {
+    for (size_t i = 0; i < allocated_.size(); ++i) {
+      if (!allocated_[i]) {
+        RecordError(absl::InternalError("DiscLaunch: generated code did not "
+                                        "allocate output " +
+                                        std::to_string(i)));
+        break;
+      }
+    }
+  }
+  return ctx_->status();
+}
+
+void* KernelRuntime::AllocOutput(void* self_ptr, int32_t index, int32_t rank,
+                                 const int64_t* dims) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  std::lock_guard<std::mutex> lock(self->mu_);
+  if (self->has_error_) return nullptr;
+  if (index < 0 || index >= static_cast<int32_t>(self->allocated_.size())) {
+    self->RecordError(absl::InternalError(
+        "DiscLaunch: output index " + std::to_string(index) + " out of range"));
+    return nullptr;
+  }
+  if (self->allocated_[index]) {
+    self->RecordError(absl::InternalError(
+        "DiscLaunch: output " + std::to_string(index) + " allocated twice"));
+    return nullptr;
+  }
+  if (rank < 0 || rank > DISC_MAX_RANK || (rank > 0 && dims == nullptr)) {
+    self->RecordError(absl::InternalError("DiscLaunch: bad rank " +
+                                          std::to_string(rank) + " for output " +
+                                          std::to_string(index)));
+    return nullptr;
+  }
+  tensorflow::TensorShape shape;
+  for (int32_t i = 0; i < rank; ++i) {
+    absl::Status s = shape.AddDimWithStatus(dims[i]);
+    if (!s.ok()) {
+      self->RecordError(absl::InternalError(
+          "DiscLaunch: bad shape for output " + std::to_string(index) + ": " +
+          std::string(s.message())));
+      return nullptr;
+    }
+  }
+  tensorflow::Tensor* out = nullptr;
+  absl::Status s = self->ctx_->allocate_output(index, shape, &out);
+  if (!s.ok()) {
+    self->RecordError(s);
+    return nullptr;
+  }
+  self->allocated_[index] = true;
+  return out->data();
+}
+
+void* KernelRuntime::AllocTemp(void* self_ptr, size_t bytes) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  void* p = self->allocator_->AllocateRaw(64, std::max<size_t>(bytes, 1));
+  std::lock_guard<std::mutex> lock(self->mu_);
+  if (p == nullptr) {
+    self->RecordError(absl::ResourceExhaustedError(
+        "DiscLaunch: failed to allocate " + std::to_string(bytes) +
+        " bytes of scratch memory"));
+    return nullptr;
+  }
+  self->temps_.push_back(p);
+  return p;
+}
+
+void KernelRuntime::FreeTemp(void* self_ptr, void* ptr) {
+  if (ptr == nullptr) return;
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    auto it = std::find(self->temps_.begin(), self->temps_.end(), ptr);
+    if (it == self->temps_.end()) return;  // not ours: ignore, never crash
+    *it = self->temps_.back();
+    self->temps_.pop_back();
+  }
+  self->allocator_->DeallocateRaw(ptr);
+}
+
+// Cycles (n * cost_per_unit) below which ParallelFor runs the range on the
+// calling thread.  Generated code checks the same value before calling
+// (INLINE_COST in compiler/codegen/dispatch.py; a test keeps them equal).
+constexpr double kInlineCost = 32768;
+
+void KernelRuntime::ParallelFor(void* self_ptr, int64_t n,
+                                int64_t cost_per_unit, DiscParallelFn fn,
+                                void* closure) {
+  if (n <= 0) return;
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  auto* workers = self->ctx_->device()->tensorflow_cpu_worker_threads();
+  // Tiny ranges run inline: a thread hop costs more than the work.
+  if (n == 1 || workers == nullptr || workers->workers == nullptr ||
+      workers->num_threads <= 1 ||
+      static_cast<double>(n) * std::max<int64_t>(cost_per_unit, 1) < kInlineCost) {
+    fn(closure, 0, n);
+    return;
+  }
+  workers->workers->ParallelFor(
+      n, tsl::thread::ThreadPool::SchedulingParams::Adaptive(
+             std::max<int64_t>(cost_per_unit, 1)),
+      [fn, closure](int64_t begin, int64_t end) { fn(closure, begin, end); });
+}
+
+void KernelRuntime::SetError(void* self_ptr, int32_t code,
+                             const char* message) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  const char* text = message ? message : "unknown error";
+  std::lock_guard<std::mutex> lock(self->mu_);
+  if (code == DISC_ERROR_FALLBACK) {
+    const bool any_output = std::find(self->allocated_.begin(), self->allocated_.end(),
+                                      true) != self->allocated_.end();
+    if (!self->has_error_ && !any_output) {
+      self->has_error_ = true;  // nothing more runs; the caller falls back
+      self->fallback_reason_ = text;
+      return;
+    }
+    self->RecordError(absl::InvalidArgumentError(text));
+    return;
+  }
+  absl::StatusCode c = static_cast<absl::StatusCode>(code);
+  if (code <= 0 || code > 16) c = absl::StatusCode::kInternal;
+  self->RecordError(absl::Status(c, text));
+}
+
+// The intra-op pool as (threads, Eigen pool, parallel_for) for gemm.cc and
+// window.cc; one thread and no pool when TF gives none, or under kernel
+// policy kernel_threads 1 (kernel_policy.h).
+struct PoolView {
+  int threads = 1;
+  void* eigen_pool = nullptr;
+  GemmParallelFor parallel_for;
+};
+
+static PoolView ViewPool(OpKernelContext* ctx) {
+  auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
+  PoolView v;
+  if (workers != nullptr && workers->workers != nullptr && workers->num_threads > 1 &&
+      CurrentKernelPolicy().kernel_threads != 1) {
+    v.threads = workers->num_threads;
+    v.eigen_pool = static_cast<void*>(workers->workers->AsEigenThreadPool());
+  }
+  v.parallel_for = [workers](int64_t blocks, int64_t cost,
+                             const std::function<void(int64_t, int64_t)>& fn) {
+    workers->workers->ParallelFor(blocks, cost, fn);
+  };
+  return v;
+}
+
+int32_t KernelRuntime::Gemm(void* self_ptr, int32_t dtype, int32_t trans_a,
+                            int32_t trans_b, int64_t batch, int64_t m, int64_t n,
+                            int64_t k, const void* a, int64_t lda, int64_t stride_a,
+                            const void* b, int64_t ldb, int64_t stride_b, void* c,
+                            int64_t ldc, int64_t stride_c) {
+  return GemmEpilogue(self_ptr, dtype, trans_a, trans_b, batch, m, n, k, a, lda, stride_a, b,
+                      ldb, stride_b, c, ldc, stride_c, nullptr, nullptr, 0);
+}
+
+int32_t KernelRuntime::GemmEpilogue(void* self_ptr, int32_t dtype, int32_t trans_a,
+                                    int32_t trans_b, int64_t batch, int64_t m, int64_t n,
+                                    int64_t k, const void* a, int64_t lda, int64_t stride_a,
+                                    const void* b, int64_t ldb, int64_t stride_b, void* c,
+                                    int64_t ldc, int64_t stride_c, DiscParallelFn epilogue,
+                                    void* closure, int64_t c_offset) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  PoolView pool = ViewPool(self->ctx_);
+  GemmArgs args{dtype, trans_a != 0, trans_b != 0, batch, m, n, k, a, lda, stride_a,
+                b, ldb, stride_b, c, ldc, stride_c, epilogue, closure, c_offset};
+  std::shared_ptr<const PackedWeights::Pack> packed;  // a weight's B, packed once
+  if ((dtype & ~DISC_GEMM_FAST_BF16) == DISC_DTYPE_FLOAT && self->stable_ != nullptr) {
+    packed = self->stable_->Attach(&args, pool.threads, pool.parallel_for);
+  }
+  std::string error;
+  if (Kernels().run_gemm(args, pool.threads, pool.eigen_pool, pool.parallel_for, &error)) {
+    return 0;
+  }
+  SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());
+  return 1;
+}
+
+// Each part as its own GemmArgs (a weight's B attached packed as in
+// GemmEpilogue), all run by RunGemmMulti.
+int32_t KernelRuntime::GemmMulti(void* self_ptr, int32_t dtype, int32_t trans_a,
+                                 int32_t trans_b, int64_t m, int64_t k, const void* a,
+                                 int64_t lda, int32_t num_parts, const DiscGemmPart* parts) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  if (num_parts < 0 || (num_parts > 0 && parts == nullptr)) {
+    SetError(self_ptr, DISC_ERROR_INTERNAL, "DiscLaunch: gemm_multi: bad part list");
+    return 1;
+  }
+  PoolView pool = ViewPool(self->ctx_);
+  // Per call: no heap allocation for up to 4 parts (Q, K, V).
+  absl::InlinedVector<GemmArgs, 4> args;
+  absl::InlinedVector<std::shared_ptr<const PackedWeights::Pack>, 4> packed;  // held until done
+  args.reserve(num_parts);
+  for (int32_t i = 0; i < num_parts; ++i) {
+    const DiscGemmPart& p = parts[i];
+    args.push_back(GemmArgs{dtype, trans_a != 0, trans_b != 0, 1, m, p.n, k, a, lda, 0, p.b,
+                            p.ldb, 0, p.c, p.ldc, 0, p.epilogue, p.closure, p.c_offset});
+    if ((dtype & ~DISC_GEMM_FAST_BF16) == DISC_DTYPE_FLOAT && self->stable_ != nullptr) {
+      packed.push_back(self->stable_->Attach(&args.back(), pool.threads, pool.parallel_for));
+    }
+  }
+  std::string error;
+  if (Kernels().run_gemm_multi(args.data(), num_parts, pool.threads, pool.eigen_pool,
+                               pool.parallel_for,
+                   &error)) {
+    return 0;
+  }
+  SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());
+  return 1;
+}
+
+int32_t KernelRuntime::Window(void* self_ptr, const DiscWindowArgs* args) {
+  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  if (args == nullptr) {
+    SetError(self_ptr, DISC_ERROR_INTERNAL, "DiscLaunch: window: null arguments");
+    return 1;
+  }
+  PoolView pool = ViewPool(self->ctx_);
+  std::string error;
+  bool done;
+  if ((args->dtype & DISC_GEMM_FAST_BF16) != 0) {
+    // A fast-math Conv2D: its filter, when a stable input, packed once.
+    DiscWindowArgs plain = *args;
+    plain.dtype &= ~DISC_GEMM_FAST_BF16;
+    GemmArgs filter = ConvFilterAsB(plain);
+    std::shared_ptr<const PackedWeights::Pack> packed;  // held until done
+    if (self->stable_ != nullptr && Kernels().conv_bf16_applies(plain)) {
+      packed = self->stable_->Attach(&filter, pool.threads, pool.parallel_for);
+    }
+    done = Kernels().run_window_fast_bf16(*args, filter.packed_b, pool.threads, pool.eigen_pool,
+                                          pool.parallel_for, &error);
+  } else {
+    done = Kernels().run_window(*args, pool.threads, pool.eigen_pool, pool.parallel_for, &error);
+  }
+  if (done) return 0;
+  SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());
+  return 1;
+}
+
+}  // namespace tf_disc
