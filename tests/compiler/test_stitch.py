@@ -34,15 +34,30 @@ SOFTMAX_IR = """func @f(%arg0: f32[s0,s1]) {
 """
 
 
+def _source(info) -> str:
+    """A stitch kernel's C++ under its name (codegen/kernel_code.py)."""
+    return info.code.text(info.name)
+
+
 def _stitches(func):
     return [op for op in func.ops if op.name == "stitch"]
 
 
-def _stitch_source(ir: str) -> str:
-    """C++ of the one stitch the pass makes of ir."""
+def _stitch_kernel(ir: str):
+    """The one stitch kernel the pass makes of ir."""
     from blade_disc_tf.compiler.codegen.stitch import build_stitch
     (st,) = _stitches(verify(stitch(parse_func(ir))))
-    return build_stitch(st, {}, 0).source
+    return build_stitch(st, {}, 0)
+
+
+def _stitch_source(ir: str) -> str:
+    """C++ of the one stitch the pass makes of ir."""
+    return _source(_stitch_kernel(ir))
+
+
+def _named(text: str, info) -> str:
+    """text with IR names in braces ({v5}) as the kernel's C++ locals."""
+    return text.format(**info.locals)
 
 
 def test_softmax_ir_becomes_one_stitch_with_both_outputs():
@@ -372,7 +387,7 @@ def test_exp_of_x_minus_its_row_max_drops_the_upper_clamp(shift_of, nonpos):
     # x - max(x) <= 0: disc_exp_fast_nonpos; x - max(y) may be positive
     from blade_disc_tf.compiler.codegen.stitch import build_stitch
     (st,) = _stitches(verify(stitch(parse_func(_shift_exp_ir(shift_of)))))
-    src = build_stitch(st, {}, 0).source
+    src = _source(build_stitch(st, {}, 0))
     assert ("disc_exp_fast_nonpos(" in src) == nonpos
     assert ("disc_exp_fast(" in src) != nonpos
 
@@ -404,7 +419,7 @@ def test_exp_whose_nan_results_are_replaced_clamps_by_integer_min(pred_of, extra
     # variant; a predicate on another value, or another use, keeps NaN
     from blade_disc_tf.compiler.codegen.stitch import build_stitch
     (st,) = _stitches(verify(stitch(parse_func(_nan_select_ir(pred_of, extra_use)))))
-    src = build_stitch(st, {}, 0).source
+    src = _source(build_stitch(st, {}, 0))
     assert ("disc_exp_fast_nonpos_nan_free(" in src) == nan_free
     assert ("disc_exp_fast_nonpos(" in src) != nan_free
 
@@ -425,12 +440,13 @@ def test_row_max_combines_in_the_loop_that_stores_its_input():
     # the max of x * y: the blocks of the loop storing x * y feed the max
     # lanes (no second pass over the row), and a last half block of 16
     # too; the scalar tail keeps its max in a local; the sum of exp stays a pass
-    src = _stitch_source(_SCALED_SOFTMAX_IR)
+    info = _stitch_kernel(_SCALED_SOFTMAX_IR)
+    src = _source(info)
     assert src.count("for (int u = 0; u < 32; ++u)") == 1
     assert src.count("for (int u = 0; u < 16; ++u)") == 1
     assert src.count("std::memcpy(&x, s0 + j0") == 3
     assert "m = s0[j] > m ? s0[j] : m;" in src
-    assert "a_v5_s" in src   # the float sum: its own blocked pass
+    assert _named("a_{v5}_s", info) in src   # the float sum: its own blocked pass
 
 
 _TWICE_BROADCAST_IR = """func @f(%arg0: f32[s0,s1], %arg1: f32[s1]) {
@@ -453,7 +469,7 @@ def test_equal_broadcasts_share_one_load_index():
     (st,) = _stitches(verify(stitch(parse_func(_TWICE_BROADCAST_IR))))
     info = build_stitch(st, {}, 0)
     assert len(info.loads) == 1
-    assert info.source.count("c.p0[b0 + j]") == 2 and "b1" not in info.source
+    assert _source(info).count("c.p0[b0 + j]") == 2 and "b1" not in _source(info)
 
 
 def test_row_reductions_fold_lanes_by_shuffles():
@@ -462,7 +478,7 @@ def test_row_reductions_fold_lanes_by_shuffles():
     # 3, not one lane at a time
     from blade_disc_tf.compiler.codegen.stitch import build_stitch
     (st,) = _stitches(verify(stitch(parse_func(_shift_exp_ir("arg0")))))
-    src = build_stitch(st, {}, 0).source
+    src = _source(build_stitch(st, {}, 0))
     assert "for (int u = 1;" not in src
     folds = [ln for ln in src.splitlines() if "const auto q = __builtin_shufflevector" in ln]
     assert len(folds) == 4 + 3, folds
@@ -557,25 +573,28 @@ def test_layernorm_rows_recompute_instead_of_scratch():
     # variance sum only) are recomputed from the input row: no scratch row
     # and no store loop for them; the max_ignore_nan input r + (x - mean)
     # stays stored (its lanes combine in the loop storing it)
-    src = _stitch_source(LAYERNORM_IR)
-    assert "s0[j] = v12;" in src and "s1" not in src, src
-    var_sum = src[src.index("double a_v5_s"):src.index("const float v5 =")]
-    assert "a_v5_ld(c.p2 + row + j + 48)" in var_sum, var_sum
-    assert "double(float((v3 - c.p2[row + j]) * (v3 - c.p2[row + j])))" in var_sum
-    last = src[src.index("const float v8 ="):]
-    assert "float(float(c.p2[row + j] - v3) * v8)" in last, last
+    info = _stitch_kernel(LAYERNORM_IR)
+    src, n = _source(info), lambda text: _named(text, info)
+    assert n("s0[j] = {v12};") in src and "s1" not in src, src
+    var_sum = src[src.index(n("double a_{v5}_s")):src.index(n("const float {v5} ="))]
+    assert n("a_{v5}_ld(c.p2 + row + j + 48)") in var_sum, var_sum
+    assert n("double(float(({v3} - c.p2[row + j]) * ({v3} - c.p2[row + j])))") in var_sum
+    last = src[src.index(n("const float {v8} =")):]
+    assert n("float(float(c.p2[row + j] - {v3}) * {v8})") in last, last
 
 
 def test_recompute_skips_outputs_and_costly_ops():
     ir = LAYERNORM_IR.replace("return(%v11, %v13)", "return(%v11, %v6)").replace(
         "  %v12 = add(%arg3, %v6) : f32[s0,s1]\n  %v13 = reduce(%v12) "
         "{\"dimensions\": [1],\"kind\": \"max_ignore_nan\"} : f32[s0]\n", "")
-    src = _stitch_source(ir)
+    info = _stitch_kernel(ir)
+    src = _source(info)
     # v6 is an output: stored in its phase, read back from scratch
-    assert "s0[j] = v6;" in src and "float(s0[j] * v8)" in src, src
-    src = _stitch_source(LAYERNORM_IR.replace("%v4 = squared_difference(%v3, %arg0)",
-                                              "%v4 = maximum(%v3, %arg0)"))
-    assert "s0[j] = v4;" in src and "std::memcpy(&x, s0 + j" in src   # a maximum is stored
+    assert _named("s0[j] = {v6};", info) in src and _named("float(s0[j] * {v8})", info) in src
+    info = _stitch_kernel(LAYERNORM_IR.replace("%v4 = squared_difference(%v3, %arg0)",
+                                               "%v4 = maximum(%v3, %arg0)"))
+    src = _source(info)
+    assert _named("s0[j] = {v4};", info) in src and "std::memcpy(&x, s0 + j" in src   # stored
 
 
 def layernorm_every_tail(x, r, g, b):

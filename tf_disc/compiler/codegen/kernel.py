@@ -47,6 +47,7 @@ class KernelInfo:
     loads: list[Load]        # strided loads (field st<j>)
     cost: int                # cycles per CHUNK elements (ops.cost units per element)
     code: KernelCode | None = None
+    locals: dict[str, str] = dataclasses.field(default_factory=dict)  # IR name -> C++
     # Index ops (codegen/index_ops.py): dims the host passes in (field h),
     # whether the kernel needs the multi-index loop, gather error fields.
     hostvals: list = dataclasses.field(default_factory=list)
@@ -147,6 +148,7 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
     if info.needs_idx:  # host sets fast = false
         stmts_fast = []
     info.code = _render(info, stmts_fast, stmts_slow, stmts_rows)
+    info.locals = local.by_ir_name()
     return info
 
 

@@ -28,6 +28,10 @@ class LocalNames:
     def __call__(self, v: Value) -> str:
         return self._names.setdefault(v, f"v{len(self._names)}")
 
+    def by_ir_name(self) -> dict[str, str]:
+        """IR value name -> its C++ local (for dumps and tests)."""
+        return {v.name: n for v, n in self._names.items()}
+
 
 @dataclasses.dataclass(frozen=True)
 class KernelCode:

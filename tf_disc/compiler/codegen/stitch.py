@@ -49,6 +49,7 @@ class StitchInfo:
     loads: list[RowLoad] = dataclasses.field(default_factory=list)
     cost: int = 1     # ops.cost units per row element (see row_cost)
     code: KernelCode | None = None
+    locals: dict[str, str] = dataclasses.field(default_factory=dict)  # IR name -> C++
 
 
 # ops.cost units per measured cycle (shared with loop kernels): the row
@@ -246,6 +247,7 @@ def build_stitch(op: Op, consts: dict[Value, Op], index: int) -> StitchInfo:
     body += per_row_ops(nphases)
     info.cost = cost + 1 + len(region.outputs)
     info.code = _render(info, scratch, body)
+    info.locals = em.local.by_ir_name()
     return info
 
 
