@@ -108,7 +108,7 @@ def main() -> None:
         cases.append((op, n, hw, cin, cout, k, s, pad, sig, stock, x, f, dy))
 
     import blade_disc_tf as disc
-    disc.enable(min_cluster_size=1, self_guard=False)
+    disc.enable(min_cluster_size=1, self_guard=False, async_compile=False)
     rows, ratios = [], []
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     for op, n, hw, cin, cout, k, s, pad, sig, stock, x, f, dy in cases:

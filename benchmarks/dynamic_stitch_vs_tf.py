@@ -58,7 +58,7 @@ def main() -> None:
     import blade_disc_tf as disc
 
     cases = make_cases(np.random.default_rng(0))
-    disc.enable(min_cluster_size=1, self_guard=False)
+    disc.enable(min_cluster_size=1, self_guard=False, async_compile=False)
     ours = {fn: tf.function(fn, input_signature=sig) for _, fn, sig, _ in cases}
     for name, fn, _, inputs in cases:  # compiled (once per function) before timing
         ours[fn](*inputs)

@@ -133,7 +133,7 @@ def run_shapes(name: str, repeats: int, kinds: str = "") -> None:
         stock[kind](*inputs[key])
 
     import blade_disc_tf as disc
-    disc.enable(min_cluster_size=1, self_guard=False)
+    disc.enable(min_cluster_size=1, self_guard=False, async_compile=False)
     ours = {kind: _kind_fn(kind, r, weights.get(kind)) for kind, r in rank.items()}
     modes = ("tf", "disc", "per_call", "eigen")
     rows: List[Dict[str, object]] = []
@@ -192,7 +192,7 @@ def main() -> None:
         specs.append((name, fn, sig, xs, stock))
 
     import blade_disc_tf as disc
-    disc.enable(min_cluster_size=1, self_guard=False)
+    disc.enable(min_cluster_size=1, self_guard=False, async_compile=False)
     rows = []
     for name, fn, sig, xs, stock in specs:
         ours = tf.function(fn, input_signature=sig)
