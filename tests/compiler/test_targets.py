@@ -74,3 +74,14 @@ def test_unsupported_op_leaves_cluster_in_tf(tmp_path, monkeypatch):
     assert "target no_tanh cannot run IR op tanh" in reply["error"], reply
     reply = service.compile_request(*_request(lambda x: x * 2.0 + 1.0, SPEC), options)
     assert reply["ok"], reply
+
+
+def test_top_level_op_without_host_code_is_an_error():
+    """An op codegen has no host code for fails the compile (the cluster
+    runs in TF) instead of being dropped from the entry."""
+    from blade_disc_tf.compiler.codegen.source import generate_source
+    from blade_disc_tf.compiler.ir import parse_func
+    func = parse_func("func @f(%arg0: f32[s0]) {\n  %v0 = negate(%arg0) : f32[s0]\n"
+                      "  return(%v0)\n}")
+    with pytest.raises(NotImplementedError, match="no host code for top-level IR op negate"):
+        generate_source(func)

@@ -124,7 +124,7 @@ def test_host_code_counts_toward_a_split(monkeypatch):
     take 1.0 s.  The host stays in unit 0, kernels go to the other unit."""
     func, _ = _func(stacked, [M, M, V, V])
     versions = codegen_source._render_versions(func)
-    kernels = sum(len(k.text()) for _, ks, _, _ in versions for k in ks)
+    kernels = sum(len(k.text) for _, ks, _, _ in versions for k in ks)
     host = int(codegen_source.HOST_WEIGHT * sum(len(c) + len(h) for c, _, _, h in versions))
     monkeypatch.setattr(codegen_source, "MIN_UNIT_CHARS", (kernels + host) // 2)
     assert kernels // codegen_source.MIN_UNIT_CHARS == 1  # kernels alone: one unit

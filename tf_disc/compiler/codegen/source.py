@@ -15,6 +15,7 @@ units by source size."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from ..ir.core import Func
 from .abi import abi_guard
@@ -55,7 +56,10 @@ class NamedKernel:
     name: str
     code: KernelCode
 
+    @functools.cached_property
     def text(self) -> str:
+        """Rendered once: the library, its split into units and their sizes
+        all read it."""
         return self.code.text(self.name)
 
 
@@ -144,12 +148,12 @@ def _one_unit(func: Func, versions: list) -> str:
     head = _head(func)
     if func.general is None:
         const_src, kernels, aliases, host = versions[0]
-        return "\n".join(head + ["namespace {", const_src, *[k.text() for k in kernels],
+        return "\n".join(head + ["namespace {", const_src, *[k.text for k in kernels],
                                  *aliases, "}  // namespace", ""]
                          + _helper(func) + [_host_block(host)])
     parts = head + _helper(func)
     for ns, (const_src, kernels, aliases, host) in zip(_SPECULATED, versions):
-        parts += [f"namespace {ns} {{", const_src, *[k.text() for k in kernels], *aliases,
+        parts += [f"namespace {ns} {{", const_src, *[k.text for k in kernels], *aliases,
                   _host_block(host), f"}}  // namespace {ns}", ""]
     return "\n".join(parts + _dispatch(func))
 
@@ -186,7 +190,7 @@ def generate_library(func: Func, units: int) -> tuple[str, list[str]]:
     names = _SPECULATED if spec else ("disc_kernels",)
     versions = _render_versions(func)
     single = _one_unit(func, versions)
-    items = [(v, k, k.text()) for v, (_, kernels, _, _) in enumerate(versions) for k in kernels]
+    items = [(v, k, k.text) for v, (_, kernels, _, _) in enumerate(versions) for k in kernels]
     host_size = int(HOST_WEIGHT * sum(len(c) + len(h) for c, _, _, h in versions))
     weight = host_size + sum(len(text) for _, _, text in items)
     units = max(1, min(units, len(items) + 1, weight // MIN_UNIT_CHARS))
