@@ -101,7 +101,7 @@ _dirs["blade_disc_tf.runtime"] = "tf_disc/runtime"
 setup(
     packages=sorted(_dirs),
     package_dir=_dirs,
-    package_data={"blade_disc_tf.runtime": ["*.h", "cpu/prelude/*.h"]},  # what generated code includes
+    package_data={"blade_disc_tf.runtime": ["*.h", "host/*.h", "cpu/prelude/*.h"]},  # what generated code includes
     include_package_data=False,
     install_requires=[
         f"tensorflow=={_TF_VERSION}" if _TF_VERSION else _TF_SUPPORTED,

@@ -35,6 +35,7 @@ from tensorflow.core.protobuf import config_pb2  # noqa: E402
 
 import modes  # noqa: E402
 from models.transformer import Config, gemm_floor, make_weights, signature_ids, transformer  # noqa: E402
+from platform_info import cpu_summary  # noqa: E402
 from timing import print_table  # noqa: E402
 
 WORKLOAD_A_BATCHES = [2, 2, 4, 1, 1, 8, 8, 2, 16, 2]
@@ -357,6 +358,7 @@ def main() -> None:
               else Config(layers=args.layers))
     repeats = 1 if args.quick else args.repeats
     weights = make_weights(config)
+    print(f"CPU: {cpu_summary()}")
     print(f"model: hidden {config.hidden}, heads {config.heads}, ffn {config.ffn}, "
           f"layers {config.layers}; {os.cpu_count()} CPUs; steady = sum of per-request medians of {repeats} "
           "interleaved call(s)" + (" (process CPU time)" if args.cpu else ""))

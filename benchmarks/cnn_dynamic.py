@@ -29,6 +29,7 @@ import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 from cnn_dynamic_common import build_model, shapes  # noqa: E402
+from platform_info import cpu_summary  # noqa: E402
 from timing import print_table  # noqa: E402
 
 
@@ -87,6 +88,7 @@ def main() -> None:
                      "steady/tf": med / base if base else float("nan"),
                      "cold/tf": cold[mode] / cold["tf"] if "tf" in cold else float("nan"),
                      "max_abs_diff_vs_first": diff})
+    print(f"CPU: {cpu_summary()}")
     print_table(f"{args.model}: {len(requests)} requests, batch 1/2/4, sizes {args.sizes}", rows)
     if "blade_disc_tf" in args.modes:
         import blade_disc_tf as disc

@@ -20,6 +20,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from platform_info import cpu_summary  # noqa: E402
 from timing import interleaved_medians, print_table  # noqa: E402
 
 HIDDEN = 768
@@ -84,6 +85,7 @@ def main() -> None:
             np.testing.assert_allclose(modes["disc"][n](*xs).numpy(), modes["tf"][n](*xs).numpy(),
                                        rtol=2e-5, atol=2e-5)
 
+    print(f"CPU: {cpu_summary()}")
     print_table("per-call median, one process, interleaved (ratios > 1: blade_disc_tf faster)",
                 measure_rows(modes, names, inputs, args.batch, args.repeats))
     print_clusters(disc)

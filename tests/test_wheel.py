@@ -158,6 +158,8 @@ def test_wheel_contents_and_metadata(built):
     assert "blade_disc_tf/runtime/disc_abi.h" in names
     assert "blade_disc_tf/runtime/cpu/prelude/disc_prelude.h" in names   # the prelude
     assert "blade_disc_tf/runtime/cpu/prelude/disc_math.h" in names
+    assert "blade_disc_tf/runtime/host/disc_host.h" in names       # the host helpers
+    assert "blade_disc_tf/runtime/host/disc_gemm.h" in names
     assert "blade_disc_tf/compiler/__init__.py" in names
     assert f"Requires-Dist: tensorflow=={tf.__version__}\n" in metadata
     cp = f"cp{sys.version_info.major}{sys.version_info.minor}"

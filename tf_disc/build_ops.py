@@ -51,7 +51,7 @@ def _deps_hash(cfg, cflags, ldflags):
     h = hashlib.sha256()
     h.update(json.dumps([cflags, ldflags, sys.version]).encode())
     files = [os.path.join(_HERE, s) for s in cfg["sources"] + cfg["kernel_sources"]]
-    files += sorted(glob.glob(os.path.join(_HERE, "*", "*.h")))
+    files += sorted(glob.glob(os.path.join(_HERE, "**", "*.h"), recursive=True))
     files.append(os.path.join(_HERE, cfg["kernel_version_script"]))
     files.append(os.path.join(_HERE, "sources.json"))
     for path in files:

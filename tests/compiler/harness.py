@@ -26,41 +26,44 @@ ParallelFor = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_i
                                ParallelFn, ctypes.c_void_p)
 SetError = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p)
 _I64 = ctypes.c_int64
-Gemm = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
-                        ctypes.c_int32, _I64, _I64, _I64, _I64, ctypes.c_void_p, _I64, _I64,
-                        ctypes.c_void_p, _I64, _I64, ctypes.c_void_p, _I64, _I64)
-# Version 3 appended `window` (convolutions/pooling); the harness has none:
-# a library that calls it gets an error, the others run as before.
-Window = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
-# Version 4 appended fields to DiscWindowArgs; version 5 `gemm_epilogue`:
-# rt->gemm, then the epilogue kernel; version 6 the window kind CONV_TRANSPOSE;
-# version 7 the set_error code DISC_ERROR_FALLBACK (an error here); version 8
-# the depthwise gradient window kinds.
-GemmEpilogue = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
-                                ctypes.c_int32, _I64, _I64, _I64, _I64, ctypes.c_void_p, _I64,
-                                _I64, ctypes.c_void_p, _I64, _I64, ctypes.c_void_p, _I64, _I64,
-                                ctypes.c_void_p, ctypes.c_void_p, _I64)
-# Version 9 `gemm_multi` (parts: DiscGemmPart).
+_I32 = ctypes.c_int32
+_PTR = ctypes.c_void_p
+
+
+class DiscGemmArgs(ctypes.Structure):
+    _fields_ = [("dtype", _I32), ("trans_a", _I32), ("trans_b", _I32), ("batch", _I64),
+                ("m", _I64), ("n", _I64), ("k", _I64), ("a", _PTR), ("lda", _I64),
+                ("stride_a", _I64), ("b", _PTR), ("ldb", _I64), ("stride_b", _I64),
+                ("c", _PTR), ("ldc", _I64), ("stride_c", _I64), ("epilogue", _PTR),
+                ("closure", _PTR), ("c_offset", _I64)]
 
 
 class DiscGemmPart(ctypes.Structure):
-    _fields_ = [("b", ctypes.c_void_p), ("ldb", _I64), ("n", _I64), ("c", ctypes.c_void_p),
-                ("ldc", _I64), ("epilogue", ctypes.c_void_p), ("closure", ctypes.c_void_p),
-                ("c_offset", _I64)]
+    _fields_ = [("b", _PTR), ("ldb", _I64), ("n", _I64), ("c", _PTR), ("ldc", _I64),
+                ("epilogue", _PTR), ("closure", _PTR), ("c_offset", _I64)]
 
 
-GemmMulti = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
-                             ctypes.c_int32, _I64, _I64, ctypes.c_void_p, _I64, ctypes.c_int32,
-                             ctypes.POINTER(DiscGemmPart))
+class DiscGemmMultiArgs(ctypes.Structure):
+    _fields_ = [("dtype", _I32), ("trans_a", _I32), ("trans_b", _I32), ("m", _I64),
+                ("k", _I64), ("a", _PTR), ("lda", _I64), ("num_parts", _I32),
+                ("parts", ctypes.POINTER(DiscGemmPart))]
+
+
+Gemm = ctypes.CFUNCTYPE(_I32, _PTR, ctypes.POINTER(DiscGemmArgs))
+GemmMulti = ctypes.CFUNCTYPE(_I32, _PTR, ctypes.POINTER(DiscGemmMultiArgs))
+# The harness has no `window` (convolutions/pooling): a library that calls it
+# gets an error, the others run.
+Window = ctypes.CFUNCTYPE(_I32, _PTR, _PTR)
 ABI_VERSION = abi_version()  # runtime/disc_abi.h's, not a copy that goes stale
+DEVICE_CPU = 0  # DISC_DEVICE_CPU
 
 
 class DiscRuntime(ctypes.Structure):
-    _fields_ = [("ctx", ctypes.c_void_p), ("alloc_output", AllocOutput),
-                ("alloc_temp", AllocTemp), ("free_temp", FreeTemp),
-                ("parallel_for", ParallelFor), ("set_error", SetError),
-                ("gemm", Gemm), ("window", Window), ("gemm_epilogue", GemmEpilogue),
-                ("gemm_multi", GemmMulti)]
+    _fields_ = [("ctx", _PTR), ("device", _I32), ("stream", _PTR),
+                ("alloc_output", AllocOutput), ("alloc_temp", AllocTemp),
+                ("free_temp", FreeTemp), ("parallel_for", ParallelFor),
+                ("set_error", SetError), ("gemm", Gemm), ("gemm_multi", GemmMulti),
+                ("window", Window)]
 
 
 _GEMM_DTYPES = {1: np.float32, 2: np.float64}
@@ -77,61 +80,68 @@ def _strided(ptr: int, dt, shape: tuple, strides: tuple) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(base, shape, tuple(s * isz for s in strides))
 
 
+def _matmul(g: DiscGemmArgs) -> int:
+    """C := op(A) op(B) for one DiscGemmArgs in numpy (float64 accumulation);
+    non-zero for an unsupported dtype or negative sizes."""
+    dt = _GEMM_DTYPES.get(g.dtype)
+    if dt is None or min(g.batch, g.m, g.n, g.k) < 0:
+        return 1
+    if g.batch == 0 or g.m == 0 or g.n == 0:
+        return 0
+    out = _strided(g.c, dt, (g.batch, g.m, g.n), (g.stride_c, g.ldc, 1))
+    if g.k == 0:
+        out[...] = 0
+        return 0
+    av = _strided(g.a, dt, (g.batch, g.k, g.m) if g.trans_a else (g.batch, g.m, g.k),
+                  (g.stride_a, g.lda, 1))
+    bv = _strided(g.b, dt, (g.batch, g.n, g.k) if g.trans_b else (g.batch, g.k, g.n),
+                  (g.stride_b, g.ldb, 1))
+    av = av.transpose(0, 2, 1) if g.trans_a else av
+    bv = bv.transpose(0, 2, 1) if g.trans_b else bv
+    out[...] = np.matmul(av.astype(np.float64), bv.astype(np.float64)).astype(dt)
+    return 0
+
+
+def _run_epilogue(g: DiscGemmArgs) -> None:
+    """The epilogue over each row of C in pieces of at most 7 columns, last
+    row first (any order and split is allowed)."""
+    fn = ParallelFn(g.epilogue)
+    for bi in reversed(range(g.batch)):
+        for r in reversed(range(g.m)):
+            row = g.c_offset + bi * g.stride_c + r * g.ldc
+            for j in range(0, g.n, 7):
+                fn(g.closure, row + j, row + min(g.n, j + 7))
+
+
 def reference_gemm(calls: list, errors: list):
-    """rt->gemm in numpy (float64 accumulation), recording each call's sizes."""
-    def gemm(ctx, dtype, ta, tb, batch, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc):
-        calls.append(dict(dtype=dtype, trans_a=ta, trans_b=tb, batch=batch, m=m, n=n, k=k,
-                          lda=lda, ldb=ldb, ldc=ldc, stride_a=sa, stride_b=sb, stride_c=sc))
-        dt = _GEMM_DTYPES.get(dtype)
-        if dt is None or min(batch, m, n, k) < 0:
-            errors.append((13, f"gemm: unsupported dtype {dtype}"))
+    """rt->gemm in numpy: the product, then its epilogue if any; each call's
+    sizes are recorded (with "epilogue": True when it has one)."""
+    def gemm(ctx, args):
+        g = args.contents
+        calls.append(dict(dtype=g.dtype, trans_a=g.trans_a, trans_b=g.trans_b, batch=g.batch,
+                          m=g.m, n=g.n, k=g.k, lda=g.lda, ldb=g.ldb, ldc=g.ldc,
+                          stride_a=g.stride_a, stride_b=g.stride_b, stride_c=g.stride_c))
+        if _matmul(g):
+            errors.append((13, f"gemm: unsupported dtype {g.dtype}"))
             return 1
-        if batch == 0 or m == 0 or n == 0:
-            return 0
-        out = _strided(c, dt, (batch, m, n), (sc, ldc, 1))
-        if k == 0:
-            out[...] = 0
-            return 0
-        av = _strided(a, dt, (batch, k, m) if ta else (batch, m, k), (sa, lda, 1))
-        bv = _strided(b, dt, (batch, n, k) if tb else (batch, k, n), (sb, ldb, 1))
-        av = av.transpose(0, 2, 1) if ta else av
-        bv = bv.transpose(0, 2, 1) if tb else bv
-        out[...] = np.matmul(av.astype(np.float64), bv.astype(np.float64)).astype(dt)
+        if g.epilogue:
+            calls[-1]["epilogue"] = True
+            _run_epilogue(g)
         return 0
     return gemm
 
 
-def reference_gemm_epilogue(gemm, calls: list):
-    """rt->gemm_epilogue: gemm, then the epilogue over each row of C in
-    pieces of at most 7 columns, last row first (any order and split is
-    allowed); the call is recorded with "epilogue": True."""
-    def run(ctx, dtype, ta, tb, batch, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, ep, epc,
-            off):
-        rc = gemm(ctx, dtype, ta, tb, batch, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc)
-        if not ep:  # NULL: rt->gemm
-            return rc
-        calls[-1]["epilogue"] = True
-        if rc:
-            return 1
-        fn = ParallelFn(ep)
-        for bi in reversed(range(batch)):
-            for r in reversed(range(m)):
-                row = off + bi * sc + r * ldc
-                for j in range(0, n, 7):
-                    fn(epc, row + j, row + min(n, j + 7))
-        return 0
-    return run
-
-
-def reference_gemm_multi(gemm_epilogue, calls: list):
-    """rt->gemm_multi: gemm_epilogue per part, last part first (any order is
+def reference_gemm_multi(gemm, calls: list):
+    """rt->gemm_multi: one rt->gemm per part, last part first (any order is
     allowed); each part's call is recorded with "multi": the part count."""
-    def run(ctx, dtype, ta, tb, m, k, a, lda, num_parts, parts):
-        for i in reversed(range(num_parts)):
-            p = parts[i]
-            rc = gemm_epilogue(ctx, dtype, ta, tb, 1, m, p.n, k, a, lda, 0, p.b, p.ldb, 0, p.c,
-                               p.ldc, 0, p.epilogue, p.closure, p.c_offset)
-            calls[-1]["multi"] = num_parts
+    def run(ctx, args):
+        g = args.contents
+        for i in reversed(range(g.num_parts)):
+            p = g.parts[i]
+            part = DiscGemmArgs(g.dtype, g.trans_a, g.trans_b, 1, g.m, p.n, g.k, g.a, g.lda, 0,
+                                p.b, p.ldb, 0, p.c, p.ldc, 0, p.epilogue, p.closure, p.c_offset)
+            rc = gemm(ctx, ctypes.pointer(part))
+            calls[-1]["multi"] = g.num_parts
             if rc:
                 return 1
         return 0
@@ -161,8 +171,10 @@ class Executable:
             _LIBS[path] = ctypes.CDLL(path)
         self.lib = _LIBS[path]
         self.lib.disc_abi_version.restype = ctypes.c_int32
+        self.lib.disc_device.restype = ctypes.c_int32
         self.lib.disc_entry.restype = ctypes.c_int32
         assert self.lib.disc_abi_version() == ABI_VERSION
+        assert self.lib.disc_device() == DEVICE_CPU
         self.parallel_calls = 0
         self.gemm_calls: list[dict] = []
 
@@ -202,13 +214,11 @@ class Executable:
 
         self.gemm_calls = []
         gemm = reference_gemm(self.gemm_calls, errors)
-        epilogue = reference_gemm_epilogue(gemm, self.gemm_calls)
-        rt = DiscRuntime(None, AllocOutput(alloc_output), AllocTemp(alloc_temp),
-                         FreeTemp(free_temp), ParallelFor(parallel_for), SetError(set_error),
-                         Gemm(gemm),
-                         Window(lambda ctx, args: errors.append((12, "harness: no window")) or 1),
-                         GemmEpilogue(epilogue), GemmMulti(reference_gemm_multi(epilogue,
-                                                                                self.gemm_calls)))
+        rt = DiscRuntime(None, DEVICE_CPU, None, AllocOutput(alloc_output),
+                         AllocTemp(alloc_temp), FreeTemp(free_temp), ParallelFor(parallel_for),
+                         SetError(set_error), Gemm(gemm),
+                         GemmMulti(reference_gemm_multi(gemm, self.gemm_calls)),
+                         Window(lambda ctx, args: errors.append((12, "harness: no window")) or 1))
         bufs = (DiscBuffer * max(len(inputs), 1))()
         for i, x in enumerate(inputs):
             bufs[i].data = x.ctypes.data if x.size else None

@@ -12,7 +12,7 @@ import numpy as np
 
 from blade_disc_tf.compiler.build import isa
 from blade_disc_tf.compiler.build.command import compile_command
-from blade_disc_tf.compiler.codegen.prelude import PRELUDE_INCLUDE
+from blade_disc_tf.compiler.codegen.cpu.prelude import PRELUDE_INCLUDE
 
 
 def compile_loops(folder: str, name: str, loops: str) -> ctypes.CDLL:

@@ -1,13 +1,13 @@
 """The host's checks and allocations as prelude helper calls
 (codegen/host_checks.py): TF's messages unchanged, and the library still
 computes what TF computes; kernels whose row loop the shapes prove run
-without the general strided loop (codegen/kernel.py rows_always)."""
+without the general strided loop (codegen/cpu/kernel.py rows_always)."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from blade_disc_tf.compiler.codegen.host_checks import alloc_temp, input_check
-from blade_disc_tf.compiler.codegen.source import generate_source
+from blade_disc_tf.compiler.codegen.cpu.source import generate_source
 from blade_disc_tf.compiler.frontend import lower_graph, parse_function_def
 from blade_disc_tf.compiler.options import CompileOptions
 from blade_disc_tf.compiler.passes.pipeline import run_pipeline

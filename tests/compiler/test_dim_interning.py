@@ -4,8 +4,8 @@ kernel sizes keep dims, passes and generated code linear in the depth."""
 import sys
 import time
 
-from blade_disc_tf.compiler.codegen import generate_source
-from blade_disc_tf.compiler.codegen.host import DimNames
+from blade_disc_tf.compiler.codegen.cpu import generate_source
+from blade_disc_tf.compiler.codegen.cpu.host import DimNames
 from blade_disc_tf.compiler.frontend import lower_graph
 from blade_disc_tf.compiler.passes.pipeline import run_pipeline
 from blade_disc_tf.compiler.shapes.symbolic import (INTERN_LEN, ShapeEnv, definition, dim_add,

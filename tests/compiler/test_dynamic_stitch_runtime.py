@@ -1,5 +1,5 @@
 """DynamicStitch / ParallelDynamicStitch with indices given at run time (the
-library op of codegen/scatter.py) against TF through the ctypes harness:
+library op of codegen/cpu/scatter.py) against TF through the ctypes harness:
 permutations, duplicates within and across inputs (later wins), gaps
 (zero rows, as TF 2.21), empty inputs, scalar and 2-D indices, a constant
 index input next to run-time ones, many dtypes, TF's out-of-range error,

@@ -7,7 +7,7 @@ import pytest
 
 import tensorflow as tf
 
-from blade_disc_tf.compiler.codegen.source import generate_source
+from blade_disc_tf.compiler.codegen.cpu.source import generate_source
 from blade_disc_tf.compiler.frontend import lower_graph, parse_function_def
 from blade_disc_tf.compiler.passes.pipeline import run_pipeline
 from blade_disc_tf.compiler.target import get_target

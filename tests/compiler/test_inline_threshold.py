@@ -1,10 +1,10 @@
-"""One inline threshold: generated code (codegen/dispatch.py) and the
+"""One inline threshold: generated code (codegen/cpu/dispatch.py) and the
 runtime's ParallelFor (runtime/cpu/runtime.cc) run a range on the calling
 thread below the same cost, and the generated test cannot overflow."""
 import os
 import re
 
-from blade_disc_tf.compiler.codegen import dispatch
+from blade_disc_tf.compiler.codegen.cpu import dispatch
 
 RUNTIME_CC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "tf_disc", "runtime", "cpu", "runtime.cc")

@@ -1,4 +1,4 @@
-"""Kernels repeated layer after layer are compiled once (codegen/source.py
+"""Kernels repeated layer after layer are compiled once (codegen/cpu/source.py
 dedupe_kernels): the copies become aliases, and the library still computes
 what TF computes."""
 import re
@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from blade_disc_tf.compiler.codegen.kernel_code import KernelCode
-from blade_disc_tf.compiler.codegen.source import NamedKernel, dedupe_kernels
+from blade_disc_tf.compiler.codegen.cpu.source import NamedKernel, dedupe_kernels
 from blade_disc_tf.compiler.options import CompileOptions
 from blade_disc_tf.compiler.service import compile_request
 

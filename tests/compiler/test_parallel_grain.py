@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from blade_disc_tf.compiler.codegen import kernel, ops
+from blade_disc_tf.compiler.codegen.cpu import kernel, ops
 
 F = tf.float32
 SPEC3 = [tf.TensorSpec([None, None, None], F), tf.TensorSpec([None], F)]

@@ -15,7 +15,7 @@ import pytest
 
 from blade_disc_tf.compiler.build import isa
 from blade_disc_tf.compiler.build.command import compile_command
-from blade_disc_tf.compiler.codegen.prelude import PRELUDE_INCLUDE
+from blade_disc_tf.compiler.codegen.cpu.prelude import PRELUDE_INCLUDE
 
 FUNCS = ["disc_exp", "disc_log", "disc_log1p", "disc_expm1", "disc_tanh", "disc_logistic",
          "disc_erf", "disc_erfc", "disc_elu", "disc_selu", "disc_softplus", "disc_exp_fast"]

@@ -1,8 +1,9 @@
-"""The runtime headers generated CPU code includes (runtime/cpu/prelude/, the
-prelude): each compiles on its own with the kernels' flags for the AVX2 and
-the AVX-512 tier, the prelude's kernel error codes are codegen's
-ERROR_MESSAGES', and their bytes (disc_abi.h's too) are part of the disk
-cache key and so of every request key."""
+"""The runtime headers generated code includes (runtime/host/, the host
+helpers of any target; runtime/cpu/prelude/, the CPU kernels' prelude): each
+compiles on its own with the kernels' flags for the AVX2 and the AVX-512
+tier, every kernel error code the prelude sets has the host's message, and
+their bytes (disc_abi.h's too) are part of the disk cache key and so of
+every request key."""
 import os
 import re
 import shutil
@@ -12,10 +13,12 @@ import pytest
 
 from blade_disc_tf.compiler.build import cache, headers, isa, request_index
 from blade_disc_tf.compiler.build.command import BASE_FLAGS, include_dir
-from blade_disc_tf.compiler.codegen.prelude import ERROR_MESSAGES, PRELUDE_HEADER
+from blade_disc_tf.compiler.codegen.cpu.prelude import PRELUDE_HEADER
 
 CXX = os.environ.get("CXX", "c++")
 CPU_HEADERS = sorted(h for h in headers.runtime_headers() if h.startswith("cpu" + os.sep))
+HOST_HEADERS = sorted(h for h in headers.runtime_headers() if h.startswith("host" + os.sep))
+HOST_HEADER = os.path.join("host", "disc_host.h")
 
 
 def _tier_flags(tier: str) -> tuple:
@@ -33,8 +36,13 @@ def test_prelude_is_a_cpu_header():
     assert len(CPU_HEADERS) >= 2          # the prelude and the math it includes
 
 
+def test_host_headers_are_found():
+    assert HOST_HEADER in HOST_HEADERS
+    assert os.path.join("host", "disc_gemm.h") in HOST_HEADERS
+
+
 @pytest.mark.parametrize("tier", ["avx2", "avx512"])
-@pytest.mark.parametrize("header", CPU_HEADERS)
+@pytest.mark.parametrize("header", CPU_HEADERS + HOST_HEADERS)
 def test_header_compiles_alone(header, tier):
     flags = [f for f in BASE_FLAGS if f != "-shared"]
     cmd = [CXX, *flags, *_tier_flags(tier), "-fsyntax-only", "-Werror", "-I", include_dir(),
@@ -43,17 +51,21 @@ def test_header_compiles_alone(header, tier):
     assert proc.returncode == 0, proc.stderr
 
 
-def test_kernel_error_codes_match_messages():
+def test_every_kernel_error_code_has_a_message():
+    with open(os.path.join(include_dir(), HOST_HEADER)) as f:
+        host = f.read()
+    enum = re.search(r"enum : int32_t \{(.*?)\};", host, re.S)
+    assert enum, "no kernel error code enum in the host helpers"
+    codes = dict(re.findall(r"\b(DISC_KERNEL_ERR_\w+) = (\d+),", enum.group(1)))
+    assert len(codes) >= 2 and len(set(codes.values())) == len(codes)
+    report = host[host.index("disc_kernel_error("):]
+    for name in codes:                      # each code has its case and message
+        assert re.search(rf"case {name}:\s*return disc_fail\(rt, DISC_ERROR_\w+,\s*\"[^\"]+\"",
+                         report), name
     with open(os.path.join(include_dir(), PRELUDE_HEADER)) as f:
-        text = f.read()
-    enum = re.search(r"enum : int32_t \{(.*?)\};", text, re.S)
-    assert enum, "no kernel error code enum in the prelude"
-    codes = dict((name, int(v)) for name, v in
-                 re.findall(r"\b(DISC_KERNEL_ERR_\w+) = (\d+),", enum.group(1)))
-    assert sorted(codes.values()) == sorted(ERROR_MESSAGES)
-    # every err the prelude sets is one of them, by name
-    for value in re.findall(r"\berr = (\w+);", text):
-        assert value in codes, value
+        prelude = f.read()
+    sets = re.findall(r"\berr = (\w+);", prelude)
+    assert sets and all(value in codes for value in sets), sets
 
 
 @pytest.fixture
@@ -71,7 +83,8 @@ def _keys() -> tuple:
     return cache.cache_key("int x;", "target=cpu", CXX, extra), req
 
 
-@pytest.mark.parametrize("header", ["disc_abi.h", PRELUDE_HEADER, "cpu/prelude/disc_math.h"])
+@pytest.mark.parametrize("header", ["disc_abi.h", PRELUDE_HEADER, "cpu/prelude/disc_math.h",
+                                    HOST_HEADER])
 def test_editing_a_header_changes_the_keys(include_copy, header):
     before = _keys()
     assert _keys() == before

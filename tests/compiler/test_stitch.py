@@ -1,4 +1,4 @@
-"""Stitch fusion (passes/stitch.py, codegen/stitch.py): row reductions with
+"""Stitch fusion (passes/stitch.py, codegen/cpu/stitch.py): row reductions with
 their elementwise producers and consumers in one row kernel.  IR snippets
 for the pass; softmax / LayerNorm / moments patterns against TF over many
 shapes through the ctypes harness."""
@@ -45,7 +45,7 @@ def _stitches(func):
 
 def _stitch_kernel(ir: str):
     """The one stitch kernel the pass makes of ir."""
-    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    from blade_disc_tf.compiler.codegen.cpu.stitch import build_stitch
     (st,) = _stitches(verify(stitch(parse_func(ir))))
     return build_stitch(st, {}, 0)
 
@@ -335,7 +335,7 @@ def test_row_reduce_lanes_every_tail(compiler, dtype):
     # them per step): each mix of wide loop, one-register loop and scalar
     # tail, with NaN/inf/huge entries in every position class
     exe, out_dt = compiler.executable(row_reductions, [tf.TensorSpec([None, None], dtype)])
-    # (1023..3089: float sums cross codegen/stitch.py's SUM_BLOCK)
+    # (1023..3089: float sums cross codegen/cpu/stitch.py's SUM_BLOCK)
     for n in [1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 80, 127, 130, 200,
               1023, 1024, 1025, 1040, 2048 + 17, 3089]:
         x = (rng.standard_normal((6, n)) * 3).astype(dtype.as_numpy_dtype)
@@ -385,7 +385,7 @@ def _shift_exp_ir(shift_of: str) -> str:
 @pytest.mark.parametrize("shift_of,nonpos", [("arg0", True), ("arg1", False)])
 def test_exp_of_x_minus_its_row_max_drops_the_upper_clamp(shift_of, nonpos):
     # x - max(x) <= 0: disc_exp_fast_nonpos; x - max(y) may be positive
-    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    from blade_disc_tf.compiler.codegen.cpu.stitch import build_stitch
     (st,) = _stitches(verify(stitch(parse_func(_shift_exp_ir(shift_of)))))
     src = _source(build_stitch(st, {}, 0))
     assert ("disc_exp_fast_nonpos(" in src) == nonpos
@@ -417,7 +417,7 @@ def _nan_select_ir(pred_of: str, extra_use: bool) -> str:
 def test_exp_whose_nan_results_are_replaced_clamps_by_integer_min(pred_of, extra_use, nan_free):
     # exp(z) read only through select(is_nan(z), inf, .): the _nan_free
     # variant; a predicate on another value, or another use, keeps NaN
-    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    from blade_disc_tf.compiler.codegen.cpu.stitch import build_stitch
     (st,) = _stitches(verify(stitch(parse_func(_nan_select_ir(pred_of, extra_use)))))
     src = _source(build_stitch(st, {}, 0))
     assert ("disc_exp_fast_nonpos_nan_free(" in src) == nan_free
@@ -465,7 +465,7 @@ _TWICE_BROADCAST_IR = """func @f(%arg0: f32[s0,s1], %arg1: f32[s1]) {
 def test_equal_broadcasts_share_one_load_index():
     # Keras LayerNorm's gamma, broadcast twice: one index (b0), so both
     # reads are one expression the C++ compiler loads once
-    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    from blade_disc_tf.compiler.codegen.cpu.stitch import build_stitch
     (st,) = _stitches(verify(stitch(parse_func(_TWICE_BROADCAST_IR))))
     info = build_stitch(st, {}, 0)
     assert len(info.loads) == 1
@@ -476,7 +476,7 @@ def test_row_reductions_fold_lanes_by_shuffles():
     # the end of each row reduction is on the row's critical path: the 16
     # float max lanes fold in 4 shuffle steps and the 8 double sum lanes in
     # 3, not one lane at a time
-    from blade_disc_tf.compiler.codegen.stitch import build_stitch
+    from blade_disc_tf.compiler.codegen.cpu.stitch import build_stitch
     (st,) = _stitches(verify(stitch(parse_func(_shift_exp_ir("arg0")))))
     src = _source(build_stitch(st, {}, 0))
     assert "for (int u = 1;" not in src

@@ -79,7 +79,7 @@ def test_unsupported_op_leaves_cluster_in_tf(tmp_path, monkeypatch):
 def test_top_level_op_without_host_code_is_an_error():
     """An op codegen has no host code for fails the compile (the cluster
     runs in TF) instead of being dropped from the entry."""
-    from blade_disc_tf.compiler.codegen.source import generate_source
+    from blade_disc_tf.compiler.codegen.cpu.source import generate_source
     from blade_disc_tf.compiler.ir import parse_func
     func = parse_func("func @f(%arg0: f32[s0]) {\n  %v0 = negate(%arg0) : f32[s0]\n"
                       "  return(%v0)\n}")

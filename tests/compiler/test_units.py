@@ -1,4 +1,4 @@
-"""A library split into translation units (codegen/source.py
+"""A library split into translation units (codegen/cpu/source.py
 generate_units, built in parallel and linked by build/cache.py) computes
 what the one-unit library computes, speculated versions and GEMMs included."""
 import re
@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 
 from blade_disc_tf.compiler.build.cache import build
-from blade_disc_tf.compiler.codegen import source as codegen_source
+from blade_disc_tf.compiler.codegen.cpu import source as codegen_source
 from blade_disc_tf.compiler.codegen.kernel_code import KernelCode
-from blade_disc_tf.compiler.codegen.source import generate_library, generate_source, generate_units
+from blade_disc_tf.compiler.codegen.cpu.source import generate_library, generate_source, generate_units
 from blade_disc_tf.compiler.errors import CompileError
 from blade_disc_tf.compiler import service
 from blade_disc_tf.compiler.service import _lower, parallel_units

@@ -1,4 +1,4 @@
-"""UnsortedSegmentSum (ops/unsorted_segment.py, codegen/scatter.py) against
+"""UnsortedSegmentSum (ops/unsorted_segment.py, codegen/cpu/scatter.py) against
 TF through the ctypes harness: 1-D and 2-D ids, repeated and negative
 (dropped) ids, empty rows, num_segments constant / a run-time scalar / a
 shape, dtypes, and TF's errors."""

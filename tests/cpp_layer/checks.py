@@ -442,21 +442,37 @@ def check_bridge_json(lib):
     assert n > 4 and len(buf.value) == 3
 
 
-def check_abi_mismatch_falls_back(lib):
+def _refused_library(lib, source: str) -> list:
+    """The fallback reasons after a call whose compile returned a library
+    built from C `source` (which the loader must refuse)."""
     lib.setup()
     bad = os.path.join(tempfile.mkdtemp(), "bad.so")
     src = bad[:-3] + ".c"
     with open(src, "w") as fh:
-        fh.write("int disc_abi_version(void) { return 99; }\n")
+        fh.write(source)
     import subprocess
     subprocess.run(["gcc", "-shared", "-fPIC", src, "-o", bad], check=True)
     lib.toy._compile = lambda fdef: {"ok": True, "path": bad, "compiled": True, "seconds": 0}
     f = make_fn()
     x, y = rand((3, 4), 1), rand((3, 4), 2)
     np.testing.assert_allclose(f(x, y).numpy(), ref(x, y), rtol=1e-6)
-    reasons = lib.one_cluster()["fallback_reasons"]
-    assert list(reasons) == ["load failed: ABI version mismatch: library has 99, "
-                             f"runtime expects {_runtime_abi_version()}"], reasons
+    return list(lib.one_cluster()["fallback_reasons"])
+
+
+def check_abi_mismatch_falls_back(lib):
+    reasons = _refused_library(lib, "int disc_abi_version(void) { return 99; }\n")
+    assert reasons == ["load failed: ABI version mismatch: library has 99, "
+                       f"runtime expects {_runtime_abi_version()}"], reasons
+
+
+def check_device_mismatch_falls_back(lib):
+    """A library whose code runs on another device (disc_device() 1, CUDA)
+    is refused by the CPU DiscLaunch, which runs the cluster in TF."""
+    v = _runtime_abi_version()
+    reasons = _refused_library(lib, f"int disc_abi_version(void) {{ return {v}; }}\n"
+                                    "int disc_device(void) { return 1; }\n")
+    assert len(reasons) == 1 and reasons[0].startswith(
+        "load failed: device mismatch: library runs on device 1, caller runs device 0"), reasons
 
 
 def _runtime_abi_version() -> int:

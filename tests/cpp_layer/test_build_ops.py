@@ -40,3 +40,26 @@ def test_header_change_rebuilds_only_its_dependents(tmp_path):
     assert build_all() == {"x", "y"}
     os.remove(os.path.join(d, "y.o.d"))  # no depfile: rebuilt
     assert build_all() == {"y"}
+
+
+def test_library_digest_covers_headers_at_any_depth(tmp_path, monkeypatch):
+    """The whole-library stamp (build()'s first check) changes when any
+    header under tf_disc changes, however deep (runtime/cpu/prelude/ is two
+    folders down): otherwise a header edit would leave the library stale."""
+    import glob
+    import shutil
+
+    root = str(tmp_path / "tf_disc")
+    shutil.copytree(os.path.dirname(build_ops.__file__), root,
+                    ignore=shutil.ignore_patterns("*.so", "*.o", "__pycache__", "*.py"))
+    monkeypatch.setattr(build_ops, "_HERE", root)
+    cfg = build_ops._config()
+    deep = sorted(glob.glob(os.path.join(root, "*", "*", "*", "*.h")))
+    assert deep, "no header three folders down"
+    before = build_ops._deps_hash(cfg, [], [])
+    for path in (deep[0], os.path.join(root, "runtime", "disc_abi.h")):
+        with open(path, "a") as f:
+            f.write("\n// edited\n")
+        after = build_ops._deps_hash(cfg, [], [])
+        assert after != before, path
+        before = after

@@ -51,6 +51,7 @@ def _generate(fdef):
     lines = ["#include <math.h>", "#include <stdint.h>", "#include <stddef.h>",
              '#include "tf_disc/runtime/disc_abi.h"',
              "int32_t disc_abi_version(void) { return DISC_ABI_VERSION; }",
+             "int32_t disc_device(void) { return DISC_DEVICE_CPU; }",
              "typedef struct { const float* in[%d]; float* out[%d]; } Closure;"
              % (max(1, len(args)), max(1, len(outs))),
              "static void body(void* c_, int64_t begin, int64_t end) {",

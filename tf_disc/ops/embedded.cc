@@ -65,7 +65,7 @@ std::shared_ptr<const Executable> LoadShared(const EmbeddedEntry& e,
     p = p->second.expired() ? shared.loaded.erase(p) : std::next(p);
   }
   std::shared_ptr<const Executable> exe = OwnLoadedExecutable(
-      LoadExecutableFromBytes(e.bytes, e.sha256.substr(0, 32), error));
+      LoadExecutableFromBytes(e.bytes, e.sha256.substr(0, 32), DISC_DEVICE_CPU, error));
   if (exe) shared.loaded[e.sha256] = exe;
   return exe;
 }

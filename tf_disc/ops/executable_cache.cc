@@ -205,7 +205,7 @@ void Cache::Compile(std::string map_key, uint64_t generation,
   }
   std::string load_error;
   std::shared_ptr<const Executable> exe =
-      OwnLoadedExecutable(LoadExecutable(reply.path, &load_error));
+      OwnLoadedExecutable(LoadExecutable(reply.path, DISC_DEVICE_CPU, &load_error));
   int64_t calls_in_tf = 0;
   if (!StillCompiling(map_key, generation, &calls_in_tf)) return;  // late: discard
   stats->RecordCompile(KeyOf(map_key, function), reply.compiled, reply.seconds,

@@ -71,8 +71,7 @@ class CompilerRegistration:
     The callback object itself is never freed (one leaked reference): the
     compile thread may have read the pointer just before it was cleared, or
     be inside the call, and ctypes reads its thunk again after the Python
-    function returns; freeing it at exit was a use-after-free (SIGSEGV seen
-    under load in the shutdown test, issue 6)."""
+    function returns, so freeing it at exit would be a use-after-free."""
 
     def __init__(self, library: "_library.OpLibrary", current_options: Callable[[], Options]):
         self._library = library

@@ -8,8 +8,11 @@
  *
  * Contract:
  *  - A generated library exports `int32_t disc_abi_version(void)` returning
- *    DISC_ABI_VERSION and `int32_t disc_entry(const DiscRuntime*,
+ *    DISC_ABI_VERSION, `int32_t disc_device(void)` returning the DISC_DEVICE_*
+ *    its code runs on, and `int32_t disc_entry(const DiscRuntime*,
  *    const DiscBuffer* inputs, int32_t num_inputs)`.
+ *  - disc_entry runs on the host.  Buffers (inputs, outputs, temps) live in
+ *    rt->device's memory; work on a device is queued on rt->stream.
  *  - disc_entry allocates every output exactly once with rt->alloc_output
  *    (index order is free), fills it, and returns 0.  On error it calls
  *    rt->set_error (TF error code, message naming the TF op and shapes) and
@@ -27,16 +30,16 @@
 extern "C" {
 #endif
 
-/* Version 2 appended `gemm` to DiscRuntime, version 3 `window`, version 4
- * `groups` and the epilogue (scale, shift, activation) to DiscWindowArgs,
- * version 5 `gemm_epilogue` to DiscRuntime, version 6 the window kind
- * DISC_WINDOW_CONV_TRANSPOSE and DISC_WINDOW_CONV_BACKPROP_FILTER, version 7
- * the set_error code DISC_ERROR_FALLBACK, version 8 the window kinds
- * DISC_WINDOW_DEPTHWISE_BACKPROP_INPUT and _FILTER, version 9 `gemm_multi`
- * (and DiscGemmPart) to DiscRuntime, version 10 DISC_GEMM_FAST_BF16 in a
- * DISC_WINDOW_CONV's dtype. */
-#define DISC_ABI_VERSION 10
+/* Bumped on any change to a layout or rule below: the loader refuses a
+ * library built for another version (a converted SavedModel's executable is
+ * then rebuilt from its cluster's function, or the cluster runs in TF), and
+ * generated sources assert it, so the disk cache never reuses one. */
+#define DISC_ABI_VERSION 11
 #define DISC_MAX_RANK 8
+
+/* Where a library's code runs and its buffers live (DiscRuntime::device). */
+#define DISC_DEVICE_CPU 0
+#define DISC_DEVICE_CUDA 1
 
 /* TF error codes used by generated code (values of tensorflow::error::Code). */
 #define DISC_ERROR_INVALID_ARGUMENT 3
@@ -65,21 +68,21 @@ typedef struct DiscBuffer {
   int64_t dims[DISC_MAX_RANK];
 } DiscBuffer;
 
-/* Kinds of rt->window (ABI version 3). */
+/* Kinds of rt->window. */
 #define DISC_WINDOW_CONV 0      /* filter HWIO [k_h, k_w, in_c / groups, out_c] */
 #define DISC_WINDOW_DEPTHWISE 1 /* filter [k_h, k_w, in_c, out_c / in_c] */
 #define DISC_WINDOW_MAX_POOL 2  /* no filter; out_c == in_c; padding ignored */
 #define DISC_WINDOW_AVG_POOL 3  /* mean over the window's in-bounds elements */
 /* The input gradient of a DISC_WINDOW_CONV whose input is `output` and whose
- * output is `input` (ABI version 6): filter [k_h, k_w, out_c, in_c]; strides,
+ * output is `input`: filter [k_h, k_w, out_c, in_c]; strides,
  * dilations, pad_top and pad_left are that convolution's; no groups or
  * epilogue. */
 #define DISC_WINDOW_CONV_TRANSPOSE 4
 /* The filter gradient [k_h, k_w, in_c, out_c] (`output`) of a
  * DISC_WINDOW_CONV of `input` whose output gradient [batch, out_h, out_w,
- * out_c] is `filter` (ABI version 6); no groups or epilogue. */
+ * out_c] is `filter`; no groups or epilogue. */
 #define DISC_WINDOW_CONV_BACKPROP_FILTER 5
-/* The gradients of a DISC_WINDOW_DEPTHWISE (ABI version 8), laid out as the
+/* The gradients of a DISC_WINDOW_DEPTHWISE, laid out as the
  * two kinds above: BACKPROP_INPUT reads the output gradient [batch, in_h,
  * in_w, in_c] as `input` and writes the input gradient [batch, out_h, out_w,
  * out_c] (in_c = out_c * multiplier; filter [k_h, k_w, out_c, multiplier]);
@@ -90,7 +93,7 @@ typedef struct DiscBuffer {
 #define DISC_WINDOW_DEPTHWISE_BACKPROP_INPUT 6
 #define DISC_WINDOW_DEPTHWISE_BACKPROP_FILTER 7
 
-/* Activations of a convolution's epilogue (ABI version 4). */
+/* Activations of a convolution's epilogue. */
 #define DISC_ACT_NONE 0
 #define DISC_ACT_RELU 1  /* max(x, 0), NaN kept */
 #define DISC_ACT_RELU6 2 /* min(max(x, 0), 6), NaN kept */
@@ -99,11 +102,11 @@ typedef struct DiscBuffer {
  * dense NHWC output [batch, out_h, out_w, out_c].  Output pixel (y, x) reads
  * input rows y * stride_h - pad_top + i * dilation_h (i < k_h), likewise
  * columns; positions outside the input are zero padding (convolutions) or
- * skipped (pooling).  dtype is a DISC_DTYPE_*.  groups (ABI version 4;
- * DISC_WINDOW_CONV only, 0 reads as 1): grouped convolution, output channel
+ * skipped (pooling).  dtype is a DISC_DTYPE_*.  groups
+ * (DISC_WINDOW_CONV only, 0 reads as 1): grouped convolution, output channel
  * o reads input channels [g * in_c / groups, (g + 1) * in_c / groups) with
  * g = o / (out_c / groups); both channel counts divide by groups.
- * Epilogue (ABI version 4; convolutions only): every output element of
+ * Epilogue (convolutions only): every output element of
  * channel o becomes act(v * scale[o] + shift[o]), scale and shift being
  * out_c-vectors of dtype or NULL (1 and 0), act a DISC_ACT_*. */
 typedef struct DiscWindowArgs {
@@ -123,9 +126,37 @@ typedef struct DiscWindowArgs {
 
 typedef void (*DiscParallelFn)(void* closure, int64_t begin, int64_t end);
 
-/* One product of rt->gemm_multi (ABI version 9): C (m x n, row stride ldc)
- * = op(A) * op(B), B stored k x n (row stride ldb) or n x k when trans_b;
- * epilogue (may be NULL), closure and c_offset as in rt->gemm_epilogue. */
+/* A batched strided GEMM, row-major (rt->gemm): for every b in [0, batch)
+ *   C_b (m x n) = op(A_b) (m x k) * op(B_b) (k x n)
+ * with A_b = a + b * stride_a, B_b = b + b * stride_b, C_b = c + b * stride_c
+ * (strides in elements; 0 broadcasts an operand over the batch).
+ * trans_a == 0: A_b is stored m x k with row stride lda; else k x m
+ * (op = transpose) with row stride lda.  Likewise B_b: k x n with row
+ * stride ldb, or n x k when trans_b.  C_b rows have stride ldc and are
+ * overwritten (k == 0 writes zeros).  dtype is a DISC_DTYPE_*.
+ * epilogue (may be NULL): an elementwise kernel run on each piece of C as
+ * soon as it is final, while it is still in cache (a bias + activation
+ * reading C): epilogue(closure, begin, end) for flat element offsets
+ * c_offset + b * stride_c + i * ldc + j, j over consecutive columns of one
+ * row (several whole rows in one call when ldc == n).  Every element of C is
+ * covered by exactly one call; calls may run concurrently. */
+typedef struct DiscGemmArgs {
+  int32_t dtype, trans_a, trans_b;
+  int64_t batch, m, n, k;
+  const void* a;
+  int64_t lda, stride_a;
+  const void* b;
+  int64_t ldb, stride_b;
+  void* c;
+  int64_t ldc, stride_c;
+  DiscParallelFn epilogue;
+  void* closure;
+  int64_t c_offset;
+} DiscGemmArgs;
+
+/* One product of a DiscGemmMultiArgs: C (m x n, row stride ldc) =
+ * op(A) * op(B), B stored k x n (row stride ldb) or n x k when trans_b;
+ * epilogue (may be NULL), closure and c_offset as in DiscGemmArgs. */
 typedef struct DiscGemmPart {
   const void* b;
   int64_t ldb, n;
@@ -136,9 +167,29 @@ typedef struct DiscGemmPart {
   int64_t c_offset;
 } DiscGemmPart;
 
+/* num_parts unbatched products that share A (QKV projections:
+ * passes/merge_gemm.py), each with its own B, C and epilogue, as if by one
+ * rt->gemm per part, but in one parallel region over the parts' column tiles
+ * (A is read from cache by all of them, one fork and join instead of
+ * num_parts).  The weights are not copied together. */
+typedef struct DiscGemmMultiArgs {
+  int32_t dtype, trans_a, trans_b;
+  int64_t m, k;
+  const void* a;
+  int64_t lda;
+  int32_t num_parts;
+  const DiscGemmPart* parts;
+} DiscGemmMultiArgs;
+
 typedef struct DiscRuntime {
-  /* Opaque per-call context owned by the runtime. */
+  /* Opaque per-call context owned by the runtime; every function below
+   * takes it as its first argument. */
   void* ctx;
+  /* The DISC_DEVICE_* the call runs on, and that device's stream (a
+   * CUstream for DISC_DEVICE_CUDA) on which all device work is queued in
+   * order; NULL on the CPU, where every function returns when done. */
+  int32_t device;
+  void* stream;
   /* Allocates output `index` (0-based) through TF's allocator and returns
    * its data pointer (64-byte aligned).  Returns NULL after recording an
    * error, and may return NULL or any pointer for zero-element outputs. */
@@ -155,52 +206,16 @@ typedef struct DiscRuntime {
                        DiscParallelFn fn, void* closure);
   /* Records an error (a DISC_ERROR_* code); the message is copied. */
   void (*set_error)(void* ctx, int32_t code, const char* message);
-  /* ---- ABI version 2 ---- */
-  /* Batched strided GEMM, row-major: for every b in [0, batch)
-   *   C_b (m x n) = op(A_b) (m x k) * op(B_b) (k x n)
-   * with A_b = a + b * stride_a, B_b = b + b * stride_b, C_b = c + b * stride_c
-   * (strides in elements; 0 broadcasts an operand over the batch).
-   * trans_a == 0: A_b is stored m x k with row stride lda; else k x m
-   * (op = transpose) with row stride lda.  Likewise B_b: k x n with row
-   * stride ldb, or n x k when trans_b.  C_b rows have stride ldc and are
-   * overwritten (k == 0 writes zeros).  dtype is a DISC_DTYPE_*.  Runs on
-   * TF's intra-op thread pool and returns when done: 0, or non-zero after
-   * recording an error (unsupported dtype, bad arguments). */
-  int32_t (*gemm)(void* ctx, int32_t dtype, int32_t trans_a, int32_t trans_b,
-                  int64_t batch, int64_t m, int64_t n, int64_t k,
-                  const void* a, int64_t lda, int64_t stride_a,
-                  const void* b, int64_t ldb, int64_t stride_b,
-                  void* c, int64_t ldc, int64_t stride_c);
-  /* ---- ABI version 3 ---- */
-  /* Runs one windowed op (DiscWindowArgs) on TF's intra-op thread pool and
-   * returns when done: 0, or non-zero after recording an error. */
+  /* Library calls.  Each returns 0 when done, or non-zero after recording an
+   * error (unsupported dtype, bad arguments). */
+  int32_t (*gemm)(void* ctx, const DiscGemmArgs* args);
+  int32_t (*gemm_multi)(void* ctx, const DiscGemmMultiArgs* args);
+  /* One windowed op (DiscWindowArgs). */
   int32_t (*window)(void* ctx, const DiscWindowArgs* args);
-  /* ---- ABI version 4 ---- */
-  /* rt->gemm, and an elementwise epilogue run on each piece of C as soon as
-   * it is final, while it is still in cache (a bias + activation kernel
-   * reading C): epilogue(closure, begin, end) for flat element offsets
-   * c_offset + b * stride_c + i * ldc + j, j over consecutive columns of one
-   * row (several whole rows in one call when ldc == n).  Every element of
-   * C is covered by exactly one call; calls run concurrently on the pool's
-   * threads.  A NULL epilogue makes this rt->gemm. */
-  int32_t (*gemm_epilogue)(void* ctx, int32_t dtype, int32_t trans_a, int32_t trans_b,
-                           int64_t batch, int64_t m, int64_t n, int64_t k,
-                           const void* a, int64_t lda, int64_t stride_a,
-                           const void* b, int64_t ldb, int64_t stride_b,
-                           void* c, int64_t ldc, int64_t stride_c,
-                           DiscParallelFn epilogue, void* closure, int64_t c_offset);
-  /* ---- ABI version 9 ---- */
-  /* num_parts unbatched products that share A (QKV projections:
-   * passes/merge_gemm.py), each with its own B, C and epilogue, as if by
-   * one rt->gemm_epilogue per part, but in one parallel region over the
-   * parts' column tiles (A is read from cache by all of them, one fork and
-   * join instead of num_parts).  The weights are not copied together. */
-  int32_t (*gemm_multi)(void* ctx, int32_t dtype, int32_t trans_a, int32_t trans_b,
-                        int64_t m, int64_t k, const void* a, int64_t lda,
-                        int32_t num_parts, const DiscGemmPart* parts);
 } DiscRuntime;
 
 typedef int32_t (*DiscAbiVersionFn)(void);
+typedef int32_t (*DiscDeviceFn)(void);
 typedef int32_t (*DiscEntryFn)(const DiscRuntime* rt, const DiscBuffer* inputs,
                                int32_t num_inputs);
 

@@ -14,7 +14,7 @@
 
 namespace tf_disc {
 
-std::shared_ptr<const Executable> LoadExecutable(const std::string& path,
+std::shared_ptr<const Executable> LoadExecutable(const std::string& path, int32_t device,
                                                  std::string* error) {
   if (path.empty() || path[0] != '/') {
     *error = "executable path is not absolute: '" + path + "'";
@@ -28,7 +28,7 @@ std::shared_ptr<const Executable> LoadExecutable(const std::string& path,
     return nullptr;
   }
   // A refused library is closed again: nothing of it is referenced (only
-  // disc_abi_version ran, and returned), so unloading it cannot leave
+  // disc_abi_version and disc_device ran, and returned), so unloading it cannot leave
   // dangling code pointers behind.
   auto refuse = [&](std::string why) {
     *error = std::move(why);
@@ -42,6 +42,12 @@ std::shared_ptr<const Executable> LoadExecutable(const std::string& path,
   if (v != DISC_ABI_VERSION) {
     return refuse("ABI version mismatch: library has " + std::to_string(v) +
                   ", runtime expects " + std::to_string(DISC_ABI_VERSION));
+  }
+  auto device_fn = reinterpret_cast<DiscDeviceFn>(dlsym(handle, "disc_device"));
+  if (device_fn == nullptr) return refuse("library lacks disc_device: " + path);
+  if (int32_t d = device_fn(); d != device) {
+    return refuse("device mismatch: library runs on device " + std::to_string(d) +
+                  ", caller runs device " + std::to_string(device));
   }
   auto entry = reinterpret_cast<DiscEntryFn>(dlsym(handle, "disc_entry"));
   if (entry == nullptr) return refuse("library lacks disc_entry: " + path);
@@ -86,7 +92,7 @@ bool WriteNewFile(const std::string& path, const std::string& bytes,
 }  // namespace
 
 std::shared_ptr<const Executable> LoadExecutableFromBytes(
-    const std::string& bytes, const std::string& name, std::string* error) {
+    const std::string& bytes, const std::string& name, int32_t device, std::string* error) {
   std::string templ = Environment().tmp_dir + "/blade_disc_tf_embedded_XXXXXX";
   std::vector<char> dir(templ.begin(), templ.end());
   dir.push_back('\0');
@@ -96,7 +102,7 @@ std::shared_ptr<const Executable> LoadExecutableFromBytes(
   }
   std::string file = std::string(dir.data()) + "/" + name + ".so";
   std::shared_ptr<const Executable> exe;
-  if (WriteNewFile(file, bytes, error)) exe = LoadExecutable(file, error);
+  if (WriteNewFile(file, bytes, error)) exe = LoadExecutable(file, device, error);
   unlink(file.c_str());
   rmdir(dir.data());
   return exe;

@@ -20,8 +20,10 @@ struct Executable {
 };
 
 // dlopen(RTLD_NOW | RTLD_LOCAL), checks disc_abi_version() == DISC_ABI_VERSION
-// and resolves disc_entry.  Returns nullptr with a one-line *error on failure.
-std::shared_ptr<const Executable> LoadExecutable(const std::string& path,
+// and disc_device() == device (a DISC_DEVICE_*: the device the caller runs
+// it on), and resolves disc_entry.  Returns nullptr with a one-line *error on
+// failure.
+std::shared_ptr<const Executable> LoadExecutable(const std::string& path, int32_t device,
                                                  std::string* error);
 
 // Loads library bytes held in memory (an executable embedded in a converted
@@ -31,7 +33,7 @@ std::shared_ptr<const Executable> LoadExecutable(const std::string& path,
 // so no loaded file is ever overwritten or left behind.  `name` (a hash)
 // names the file in logs and dladdr.
 std::shared_ptr<const Executable> LoadExecutableFromBytes(
-    const std::string& bytes, const std::string& name, std::string* error);
+    const std::string& bytes, const std::string& name, int32_t device, std::string* error);
 
 }  // namespace tf_disc
 

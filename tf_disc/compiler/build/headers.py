@@ -1,5 +1,5 @@
 """The runtime headers generated code includes (disc_abi.h and everything
-under cpu/prelude/), and one digest of their bytes: part of the disk
+under host/ and cpu/prelude/), and one digest of their bytes: part of the disk
 cache key (cache.toolchain_parts), so that a library built against other
 headers is never reused."""
 from __future__ import annotations
@@ -10,8 +10,9 @@ import os
 from .command import include_dir
 
 ABI_HEADER = "disc_abi.h"
-# Folder of the headers generated CPU code includes (the prelude).
-CPU_HEADERS = "cpu/prelude"
+# Folders of the headers generated code includes: the host helpers (any
+# target's host code) and the CPU kernels' prelude.
+HEADER_DIRS = ("host", "cpu/prelude")
 
 
 def runtime_headers(root: str | None = None) -> list[str]:
@@ -19,10 +20,11 @@ def runtime_headers(root: str | None = None) -> list[str]:
     generated code can include, sorted."""
     root = include_dir() if root is None else root
     found = [ABI_HEADER]
-    for dirpath, dirnames, names in os.walk(os.path.join(root, CPU_HEADERS)):
-        dirnames.sort()
-        found += [os.path.relpath(os.path.join(dirpath, n), root)
-                  for n in names if n.endswith(".h")]
+    for folder in HEADER_DIRS:
+        for dirpath, dirnames, names in os.walk(os.path.join(root, folder)):
+            dirnames.sort()
+            found += [os.path.relpath(os.path.join(dirpath, n), root)
+                      for n in names if n.endswith(".h")]
     return sorted(found)
 
 

@@ -1,8 +1,9 @@
 """Host code for `dot` ops (ir/dot.py): one rt->gemm call per run of batch
-dims that share strides (usually one call), through disc_gemm_batched; with
-an epilogue kernel (passes/gemm_epilogue.py) rt->gemm_epilogue, which runs
-the kernel on each piece of C as soon as it is computed; a group of dots
-that share lhs (passes/merge_gemm.py) as one rt->gemm_multi.
+dims that share strides (usually one call), through disc_gemm_batched
+(runtime/host/disc_gemm.h); an epilogue kernel (passes/gemm_epilogue.py)
+goes in the call's DiscGemmArgs, and the runtime runs it on each piece of C
+as soon as it is computed; a group of dots that share lhs
+(passes/merge_gemm.py) is one rt->gemm_multi.
 
 Operands are dense row-major buffers; each free/contract group collapses to
 one matrix dim whose stride is that of its last dim.  The transpose flag of
@@ -18,58 +19,8 @@ from ..ir.dot import logical_shape
 from .c_types import c_type
 from .host_checks import free_temps
 
-HELPER = r'''
-namespace {
-// Calls rt->gemm over the batch dims bd[0..nb) (output order) with per-dim
-// element strides of A, B, C: drops size-1 dims, merges dims whose strides
-// chain in all three, passes the innermost run as the GEMM's batch (or folds
-// it into M when B is shared and A/C rows continue), loops over the rest.
-// ep (may be null): the epilogue kernel, over flat offsets into C.
-inline int32_t disc_gemm_batched(const DiscRuntime* rt, int32_t dtype, int32_t ta, int32_t tb,
-                                 int nb, const int64_t* bd, const int64_t* sa,
-                                 const int64_t* sb, const int64_t* sc, int64_t m, int64_t n,
-                                 int64_t k, const void* a, int64_t lda, const void* b,
-                                 int64_t ldb, void* c, int64_t ldc, size_t esize,
-                                 DiscParallelFn ep = nullptr, void* epc = nullptr) {
-  if (m == 0 || n == 0) return 0;
-  int64_t d[DISC_MAX_RANK], xa[DISC_MAX_RANK], xb[DISC_MAX_RANK], xc[DISC_MAX_RANK];
-  int r = 0;
-  for (int i = 0; i < nb; ++i) {
-    if (bd[i] == 0) return 0;
-    if (bd[i] == 1) continue;
-    if (r > 0 && xa[r - 1] == sa[i] * bd[i] && xb[r - 1] == sb[i] * bd[i] &&
-        xc[r - 1] == sc[i] * bd[i]) {
-      d[r - 1] *= bd[i];
-      xa[r - 1] = sa[i]; xb[r - 1] = sb[i]; xc[r - 1] = sc[i];
-      continue;
-    }
-    d[r] = bd[i]; xa[r] = sa[i]; xb[r] = sb[i]; xc[r] = sc[i];
-    ++r;
-  }
-  int64_t batch = 1, s_a = 0, s_b = 0, s_c = 0;
-  if (r > 0) { --r; batch = d[r]; s_a = xa[r]; s_b = xb[r]; s_c = xc[r]; }
-  if (batch > 1 && s_b == 0 && !ta && s_a == m * lda && s_c == m * ldc) {
-    m *= batch;
-    batch = 1;
-  }
-  int64_t outer = 1, idx[DISC_MAX_RANK];
-  for (int i = 0; i < r; ++i) { outer *= d[i]; idx[i] = 0; }
-  for (int64_t o = 0; o < outer; ++o) {
-    int64_t oa = 0, ob = 0, oc = 0;
-    for (int i = 0; i < r; ++i) { oa += idx[i] * xa[i]; ob += idx[i] * xb[i]; oc += idx[i] * xc[i]; }
-    const void* ao = a ? static_cast<const char*>(a) + oa * esize : nullptr;
-    const void* bo = b ? static_cast<const char*>(b) + ob * esize : nullptr;
-    void* co = static_cast<char*>(c) + oc * esize;
-    if (ep ? rt->gemm_epilogue(rt->ctx, dtype, ta, tb, batch, m, n, k, ao, lda, s_a, bo, ldb,
-                               s_b, co, ldc, s_c, ep, epc, oc)
-           : rt->gemm(rt->ctx, dtype, ta, tb, batch, m, n, k, ao, lda, s_a, bo, ldb, s_b, co,
-                      ldc, s_c)) return 1;
-    for (int i = r - 1; i >= 0; --i) { if (++idx[i] < d[i]) break; idx[i] = 0; }
-  }
-  return 0;
-}
-}  // namespace
-'''
+# The header with disc_gemm_batched, included by libraries with a dot.
+GEMM_HEADER = '#include "host/disc_gemm.h"'
 
 
 def needs_helper(ops) -> bool:
@@ -97,7 +48,7 @@ def emit_dot_with_epilogue(op: Op, dn, ptr: dict[Value, str], k: int, kernel: st
                            ) -> list[str]:
     """Host lines for a dot whose epilogue is the loop kernel `kernel`:
     launch(run) sets up the kernel's closure and calls run(closure) where
-    it would launch it (codegen/host.py); run emits the dot with it."""
+    it would launch it (codegen/cpu/host.py); run emits the dot with it."""
     for v in (*op.operands, op.result):  # dim locals before the kernel's scope
         for d in v.shape:
             dn(d)
@@ -154,7 +105,7 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
     nb = len(op.attrs["batch_lhs"])
     t = c_type(res.dtype)
 
-    ep = f", {epilogue[0]}, {epilogue[1]}" if epilogue else ""
+    ep = f"{epilogue[0]}, {epilogue[1]}" if epilogue else "nullptr, nullptr"
 
     def arr(name, items):
         return f"const int64_t {name}[{max(len(items), 1)}] = {{{', '.join(items) or '0'}}};"
@@ -163,9 +114,10 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
             f"    {arr('bd', g['bd'])}", f"    {arr('sa', g['sa'])}", f"    {arr('sb', g['sb'])}",
             f"    {arr('sc', g['sc'])}",
             f"    const int64_t m = {g['m']}, n = {g['n']}, k = {g['k']};",
-            f"    if (disc_gemm_batched(rt, {library_dtype(op)}, {g['ta']}, {g['tb']}, {nb}, bd, "
-            f"sa, sb, sc, m, n, k, {ptr[lhs]}, {g['lda']}, {ptr[rhs]}, {g['ldb']}, {ptr[res]}, "
-            f"{g['ldc']}, sizeof({t}){ep})) return 1;"]
+            f"    const DiscGemmArgs g = {{{library_dtype(op)}, {g['ta']}, {g['tb']}, 1, m, n, k, "
+            f"{ptr[lhs]}, {g['lda']}, 0, {ptr[rhs]}, {g['ldb']}, 0, {ptr[res]}, {g['ldc']}, 0, "
+            f"{ep}, 0}};",
+            f"    if (disc_gemm_batched(rt, g, {nb}, bd, sa, sb, sc, sizeof({t}))) return 1;"]
     out += free_temps(op)
     out.append("  }")
     return out
@@ -232,8 +184,9 @@ def emit_dot_group(members: list[tuple[Op, Op | None]], dn, ptr: dict[Value, str
             lines.append(f"      {{{ptr[dot.operands[1]]}, {g['ldb']}, {g['n']}, "
                          f"{ptr[dot.result]}, {ldc}, {fn}, 0}},")
         lines += ["    };",
-                  f"    if (m > 0 && rt->gemm_multi(rt->ctx, {dtype}, {g0['ta']}, "
-                  f"{g0['tb']}, m, k, {ptr[lhs]}, {g0['lda']}, {len(dots)}, parts)) return 1;"]
+                  f"    const DiscGemmMultiArgs g = {{{dtype}, {g0['ta']}, {g0['tb']}, m, k, "
+                  f"{ptr[lhs]}, {g0['lda']}, {len(dots)}, parts}};",
+                  "    if (m > 0 && rt->gemm_multi(rt->ctx, &g)) return 1;"]
         return lines + free_temps(*dots) + ["  }"]
 
     def nest(i: int, closures: list[str | None]) -> list[str]:

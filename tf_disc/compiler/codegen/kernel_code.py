@@ -5,7 +5,7 @@ over chunks of `chunk` elements.
 
 The kernel's name is applied only when it is rendered, and its locals are
 numbered within the kernel (LocalNames), so two kernels that differ only in
-their names have equal `shape()`s: codegen/source.py deduplicates, aliases
+their names have equal `shape()`s: codegen/cpu/source.py deduplicates, aliases
 and splits kernels into translation units as these structures, never by
 editing their text."""
 from __future__ import annotations

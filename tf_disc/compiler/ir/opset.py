@@ -1,5 +1,5 @@
 """The IR op set: name -> arity and result-dtype rule (used by the
-verifier and the builder).  Semantics of each op live in codegen/ops.py (one
+verifier and the builder).  Semantics of each op live in codegen/cpu/ops.py (one
 C++ expression per op); the names follow MHLO where MHLO has the op.
 """
 from __future__ import annotations
@@ -46,10 +46,10 @@ OPSET.update({
     "assert_dim_eq": IrOpSpec(0, "assert"),
     "fusion": IrOpSpec(-1, "fusion", "attr"),
     # Row kernel: last-dim reductions with their elementwise producers and
-    # consumers (passes/stitch.py, codegen/stitch.py); attr row_shape.
+    # consumers (passes/stitch.py, codegen/cpu/stitch.py); attr row_shape.
     "stitch": IrOpSpec(-1, "fusion", "attr"),
 })
-# Shape/layout ops (ops/shape_ops.py; C++ in codegen/index_ops.py).  "index"
+# Shape/layout ops (ops/shape_ops.py; C++ in codegen/cpu/index_ops.py).  "index"
 # ops read materialized buffers at positions computed from the output's
 # multi-index; they fuse with elementwise consumers (a kernel holding one
 # walks the multi-index).  Dims in their attrs are dim strings.
@@ -63,16 +63,16 @@ OPSET.update({
     "iota": IrOpSpec(0, "index", "attr"),         # attr dimension
     # Host side: a small int tensor whose elements are dims (attr "dims").
     "dims_tensor": IrOpSpec(0, "host", "attr"),
-    # Own kernels (codegen/reduce.py), operands materialized.
+    # Own kernels (codegen/cpu/reduce.py), operands materialized.
     "reduce": IrOpSpec(1, "library", "same"),     # attrs kind, dimensions
     "argreduce": IrOpSpec(1, "library", "attr"),  # attrs kind, dimension
     "cumsum": IrOpSpec(1, "library", "same"),     # attrs axis, exclusive, reverse
     "topk": IrOpSpec(1, "library", "attr"),       # attrs k (a dim), output values|indices
     # (data, indices, segment_ids), attr kind sum|mean|sqrtn: ops/segment.py
     "segment_reduce": IrOpSpec(3, "library", "same", may_fail=True),
-    # (indices..., data...), attr n: ops/dynamic_stitch.py, codegen/scatter.py
+    # (indices..., data...), attr n: ops/dynamic_stitch.py, codegen/cpu/scatter.py
     "dynamic_stitch": IrOpSpec(-1, "library", "same", may_fail=True),
-    # (segment_ids, data): ops/unsorted_segment.py, codegen/scatter.py
+    # (segment_ids, data): ops/unsorted_segment.py, codegen/cpu/scatter.py
     "segment_sum": IrOpSpec(2, "library", "attr", may_fail=True),
     # labels -> labels, checked in [0, attr classes): ops/sparse_xent.py, codegen/labels.py
     "label_check": IrOpSpec(1, "library", "same", may_fail=True),

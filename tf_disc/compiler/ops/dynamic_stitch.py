@@ -11,7 +11,7 @@ that reads it keeps symbolic dims; other data are concatenated and gathered
 with the constant permutation.  Indices given at run time (cluster inputs,
 e.g. from DynamicPartition in its gradient or a sharded embedding lookup)
 and plans with gaps lower to the `dynamic_stitch` library op
-(codegen/scatter.py), whose row count the entry reads from the indices
+(codegen/cpu/scatter.py), whose row count the entry reads from the indices
 (dim "stitchlen").  Indices computed inside the cluster are refused (the
 cluster then runs in TF)."""
 from __future__ import annotations

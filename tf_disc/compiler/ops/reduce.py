@@ -1,7 +1,7 @@
 """Reductions: Sum/Mean/Max/Min/Prod/All/Any (constant axes, keep_dims,
 negative axes; empty reductions give TF's identity values), ArgMax/ArgMin,
 Softmax/LogSoftmax.  Each lowers to the `reduce`/`argreduce` library ops
-(codegen/reduce.py) plus elementwise ops that fuse around them."""
+(codegen/cpu/reduce.py) plus elementwise ops that fuse around them."""
 from __future__ import annotations
 
 from .. import dtypes

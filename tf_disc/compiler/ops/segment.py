@@ -4,7 +4,7 @@ data at `indices`, then reduce runs of equal sorted `segment_ids`.
 The output's first dim comes from data: the last segment id + 1 (read by the
 entry from the segment_ids input, dim "segcount(i,t)"), or num_segments (a
 constant or a run-time value).  The library op checks ids and indices as TF
-does (codegen/segment.py)."""
+does (codegen/cpu/segment.py)."""
 from __future__ import annotations
 
 from ..dtypes import FLOATS, INTS

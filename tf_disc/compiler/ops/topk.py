@@ -1,6 +1,6 @@
 """TopKV2: the k largest entries of each row (last dim) and their indices,
 as TF sorts them (descending; equal values by lower index first).  Lowers to
-two `topk` library ops (codegen/topk.py), one per output, so each output is
+two `topk` library ops (codegen/cpu/topk.py), one per output, so each output is
 a plain one-result op; k is a run-time value (a dim), checked as TF does."""
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 (negative ids dropped), the op Keras optimizers use to sum an embedding's
 sparse gradient rows per unique id (num_segments = the Unique count, a
 shape read at run time).  The `segment_sum` library op checks ids as TF
-does (codegen/scatter.py)."""
+does (codegen/cpu/scatter.py)."""
 from __future__ import annotations
 
 from ..dtypes import INTS, NUMERIC

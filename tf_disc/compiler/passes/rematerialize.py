@@ -3,8 +3,8 @@
 CSE merges equal broadcasts across the whole cluster: every attention layer's
 `mask * -10000` at [B, H, S, S], softmax's broadcast +inf, a LayerNorm
 statistic broadcast over its rows.  A value shared by two kernels must be
-written to memory by the first and read back by the other, so the first
-softmax used to write two [B, H, S, S] tensors that each later layer read
+written to memory by the first and read back by the other: the first
+softmax would write two [B, H, S, S] tensors that each later layer reads
 again, where recomputing them from their small inputs costs one or two
 instructions per element.  So a value computed only from broadcasts of
 smaller tensors and elementwise ops on them that the target finds cheap to

@@ -8,7 +8,7 @@ shapes (materializing values between them), although in almost every call
 they are the same.  speculate() merges each such class of dims into one
 representative (a static dim when the class has one) and rewrites every
 type and dim attribute; the guard is the list of (dim, representative)
-equalities over input dims that make the copy exact.  codegen/source.py
+equalities over input dims that make the copy exact.  codegen/cpu/source.py
 compiles both versions and picks one per call.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Stitch fusion: row reductions with their elementwise producers and
-consumers -> one `stitch` op (one kernel, codegen/stitch.py).
+consumers -> one `stitch` op (one kernel, codegen/cpu/stitch.py).
 
 Softmax, LayerNorm and mean/variance + normalize reduce over the last dim
 and broadcast the per-row result back over the row.  Loop fusion alone

@@ -10,8 +10,8 @@ from __future__ import annotations
 import platform
 
 from ..build import isa
-from ..codegen import ops as op_table
-from ..codegen.source import generate_library
+from ..codegen.cpu import ops as op_table
+from ..codegen.cpu.source import generate_library
 from ..ir.core import Func
 from ..options import CompileOptions
 from ..passes.pipeline import standard_passes
@@ -20,7 +20,7 @@ from .base import Pass, Target
 
 def cheap_to_recompute(op_name: str) -> bool:
     """An elementwise op that costs no more than a divide per element on
-    this target (codegen/ops.py's measured table): recomputing it per
+    this target (codegen/cpu/ops.py's measured table): recomputing it per
     broadcast element beats a kernel and a temp (passes/sink_broadcasts.py,
     passes/rematerialize.py)."""
     return op_table.cost(op_name) <= 1

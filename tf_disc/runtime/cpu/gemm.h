@@ -42,7 +42,7 @@ struct GemmArgs {
   int64_t ldb, stride_b;
   void* c;
   int64_t ldc, stride_c;
-  // Optional (DiscRuntime::gemm_epilogue): run on every final piece of C,
+  // Optional (DiscGemmArgs::epilogue): run on every final piece of C,
   // flat offsets epilogue_offset + b * stride_c + i * ldc + j.
   DiscParallelFn epilogue = nullptr;
   void* epilogue_closure = nullptr;

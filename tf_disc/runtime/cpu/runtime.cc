@@ -22,15 +22,16 @@ KernelRuntime::KernelRuntime(OpKernelContext* ctx, const StableInputs* stable)
       allocator_(ctx->device()->GetAllocator(tensorflow::AllocatorAttributes())),
       allocated_(ctx->num_outputs(), false) {
   abi_.ctx = this;
+  abi_.device = DISC_DEVICE_CPU;
+  abi_.stream = nullptr;
   abi_.alloc_output = &KernelRuntime::AllocOutput;
   abi_.alloc_temp = &KernelRuntime::AllocTemp;
   abi_.free_temp = &KernelRuntime::FreeTemp;
   abi_.parallel_for = &KernelRuntime::ParallelFor;
   abi_.set_error = &KernelRuntime::SetError;
   abi_.gemm = &KernelRuntime::Gemm;
-  abi_.window = &KernelRuntime::Window;
-  abi_.gemm_epilogue = &KernelRuntime::GemmEpilogue;
   abi_.gemm_multi = &KernelRuntime::GemmMulti;
+  abi_.window = &KernelRuntime::Window;
 }
 
 KernelRuntime::~KernelRuntime() {
@@ -136,7 +137,7 @@ void KernelRuntime::FreeTemp(void* self_ptr, void* ptr) {
 
 // Cycles (n * cost_per_unit) below which ParallelFor runs the range on the
 // calling thread.  Generated code checks the same value before calling
-// (INLINE_COST in compiler/codegen/dispatch.py; a test keeps them equal).
+// (INLINE_COST in compiler/codegen/cpu/dispatch.py; a test keeps them equal).
 constexpr double kInlineCost = 32768;
 
 void KernelRuntime::ParallelFor(void* self_ptr, int64_t n,
@@ -203,27 +204,18 @@ static PoolView ViewPool(OpKernelContext* ctx) {
   return v;
 }
 
-int32_t KernelRuntime::Gemm(void* self_ptr, int32_t dtype, int32_t trans_a,
-                            int32_t trans_b, int64_t batch, int64_t m, int64_t n,
-                            int64_t k, const void* a, int64_t lda, int64_t stride_a,
-                            const void* b, int64_t ldb, int64_t stride_b, void* c,
-                            int64_t ldc, int64_t stride_c) {
-  return GemmEpilogue(self_ptr, dtype, trans_a, trans_b, batch, m, n, k, a, lda, stride_a, b,
-                      ldb, stride_b, c, ldc, stride_c, nullptr, nullptr, 0);
-}
-
-int32_t KernelRuntime::GemmEpilogue(void* self_ptr, int32_t dtype, int32_t trans_a,
-                                    int32_t trans_b, int64_t batch, int64_t m, int64_t n,
-                                    int64_t k, const void* a, int64_t lda, int64_t stride_a,
-                                    const void* b, int64_t ldb, int64_t stride_b, void* c,
-                                    int64_t ldc, int64_t stride_c, DiscParallelFn epilogue,
-                                    void* closure, int64_t c_offset) {
+int32_t KernelRuntime::Gemm(void* self_ptr, const DiscGemmArgs* g) {
   auto* self = static_cast<KernelRuntime*>(self_ptr);
+  if (g == nullptr) {
+    SetError(self_ptr, DISC_ERROR_INTERNAL, "DiscLaunch: gemm: null arguments");
+    return 1;
+  }
   PoolView pool = ViewPool(self->ctx_);
-  GemmArgs args{dtype, trans_a != 0, trans_b != 0, batch, m, n, k, a, lda, stride_a,
-                b, ldb, stride_b, c, ldc, stride_c, epilogue, closure, c_offset};
+  GemmArgs args{g->dtype, g->trans_a != 0, g->trans_b != 0, g->batch, g->m, g->n, g->k,
+                g->a, g->lda, g->stride_a, g->b, g->ldb, g->stride_b, g->c, g->ldc,
+                g->stride_c, g->epilogue, g->closure, g->c_offset};
   std::shared_ptr<const PackedWeights::Pack> packed;  // a weight's B, packed once
-  if ((dtype & ~DISC_GEMM_FAST_BF16) == DISC_DTYPE_FLOAT && self->stable_ != nullptr) {
+  if ((g->dtype & ~DISC_GEMM_FAST_BF16) == DISC_DTYPE_FLOAT && self->stable_ != nullptr) {
     packed = self->stable_->Attach(&args, pool.threads, pool.parallel_for);
   }
   std::string error;
@@ -234,13 +226,11 @@ int32_t KernelRuntime::GemmEpilogue(void* self_ptr, int32_t dtype, int32_t trans
   return 1;
 }
 
-// Each part as its own GemmArgs (a weight's B attached packed as in
-// GemmEpilogue), all run by RunGemmMulti.
-int32_t KernelRuntime::GemmMulti(void* self_ptr, int32_t dtype, int32_t trans_a,
-                                 int32_t trans_b, int64_t m, int64_t k, const void* a,
-                                 int64_t lda, int32_t num_parts, const DiscGemmPart* parts) {
+// Each part as its own GemmArgs (a weight's B attached packed as in Gemm),
+// all run by RunGemmMulti.
+int32_t KernelRuntime::GemmMulti(void* self_ptr, const DiscGemmMultiArgs* g) {
   auto* self = static_cast<KernelRuntime*>(self_ptr);
-  if (num_parts < 0 || (num_parts > 0 && parts == nullptr)) {
+  if (g == nullptr || g->num_parts < 0 || (g->num_parts > 0 && g->parts == nullptr)) {
     SetError(self_ptr, DISC_ERROR_INTERNAL, "DiscLaunch: gemm_multi: bad part list");
     return 1;
   }
@@ -248,19 +238,19 @@ int32_t KernelRuntime::GemmMulti(void* self_ptr, int32_t dtype, int32_t trans_a,
   // Per call: no heap allocation for up to 4 parts (Q, K, V).
   absl::InlinedVector<GemmArgs, 4> args;
   absl::InlinedVector<std::shared_ptr<const PackedWeights::Pack>, 4> packed;  // held until done
-  args.reserve(num_parts);
-  for (int32_t i = 0; i < num_parts; ++i) {
-    const DiscGemmPart& p = parts[i];
-    args.push_back(GemmArgs{dtype, trans_a != 0, trans_b != 0, 1, m, p.n, k, a, lda, 0, p.b,
-                            p.ldb, 0, p.c, p.ldc, 0, p.epilogue, p.closure, p.c_offset});
-    if ((dtype & ~DISC_GEMM_FAST_BF16) == DISC_DTYPE_FLOAT && self->stable_ != nullptr) {
+  args.reserve(g->num_parts);
+  for (int32_t i = 0; i < g->num_parts; ++i) {
+    const DiscGemmPart& p = g->parts[i];
+    args.push_back(GemmArgs{g->dtype, g->trans_a != 0, g->trans_b != 0, 1, g->m, p.n, g->k,
+                            g->a, g->lda, 0, p.b, p.ldb, 0, p.c, p.ldc, 0, p.epilogue,
+                            p.closure, p.c_offset});
+    if ((g->dtype & ~DISC_GEMM_FAST_BF16) == DISC_DTYPE_FLOAT && self->stable_ != nullptr) {
       packed.push_back(self->stable_->Attach(&args.back(), pool.threads, pool.parallel_for));
     }
   }
   std::string error;
-  if (Kernels().run_gemm_multi(args.data(), num_parts, pool.threads, pool.eigen_pool,
-                               pool.parallel_for,
-                   &error)) {
+  if (Kernels().run_gemm_multi(args.data(), g->num_parts, pool.threads, pool.eigen_pool,
+                               pool.parallel_for, &error)) {
     return 0;
   }
   SetError(self_ptr, DISC_ERROR_INTERNAL, ("DiscLaunch: " + error).c_str());

@@ -40,19 +40,9 @@ class KernelRuntime {
   static void ParallelFor(void* self, int64_t n, int64_t cost_per_unit,
                           DiscParallelFn fn, void* closure);
   static void SetError(void* self, int32_t code, const char* message);
-  static int32_t Gemm(void* self, int32_t dtype, int32_t trans_a, int32_t trans_b,
-                      int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
-                      int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
-                      int64_t stride_b, void* c, int64_t ldc, int64_t stride_c);
+  static int32_t Gemm(void* self, const DiscGemmArgs* args);
+  static int32_t GemmMulti(void* self, const DiscGemmMultiArgs* args);
   static int32_t Window(void* self, const DiscWindowArgs* args);
-  static int32_t GemmEpilogue(void* self, int32_t dtype, int32_t trans_a, int32_t trans_b,
-                              int64_t batch, int64_t m, int64_t n, int64_t k, const void* a,
-                              int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
-                              int64_t stride_b, void* c, int64_t ldc, int64_t stride_c,
-                              DiscParallelFn epilogue, void* closure, int64_t c_offset);
-  static int32_t GemmMulti(void* self, int32_t dtype, int32_t trans_a, int32_t trans_b,
-                           int64_t m, int64_t k, const void* a, int64_t lda, int32_t num_parts,
-                           const DiscGemmPart* parts);
 
   void RecordError(absl::Status status);
 

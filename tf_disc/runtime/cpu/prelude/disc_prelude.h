@@ -1,8 +1,8 @@
 // The prelude: helpers with TF semantics that every translation unit the
-// blade_disc_tf compiler generates includes first (codegen/source.py), for
+// blade_disc_tf compiler generates includes first (codegen/cpu/source.py), for
 // its kernels (elementwise ops, integer ops that can fail, bfloat16 storage,
-// conversions; the math in cpu/prelude/disc_math.h) and its host code (error
-// messages through DiscRuntime, disc_abi.h).
+// conversions; the math in cpu/prelude/disc_math.h), after the
+// target-neutral host helpers (host/disc_host.h).
 //
 // Everything is in an anonymous namespace: each translation unit of a
 // generated library gets its own internal copies, so units compiled apart
@@ -18,17 +18,9 @@
 #include <type_traits>
 
 #include "cpu/prelude/disc_math.h"
-#include "disc_abi.h"
+#include "host/disc_host.h"
 
 namespace {
-
-// Kernel error codes: integer ops that can fail set the kernel's `err` to
-// one of these and the host reports it with its message
-// (codegen/prelude.py ERROR_MESSAGES, which must list the same codes).
-enum : int32_t {
-  DISC_KERNEL_ERR_DIV_BY_ZERO = 1,     // integer division by zero
-  DISC_KERNEL_ERR_NEGATIVE_POWER = 2,  // integer to a negative integer power
-};
 
 // Elementwise ops with TF's NaN semantics (a NaN operand gives NaN).
 template <class T> inline T disc_max(T a, T b) {
@@ -112,48 +104,10 @@ template <class To, class From> inline To disc_convert(From x) {
   }
 }
 
-// Decimal text of v for messages (a temporary: valid until the end of the
-// full expression); snprintf instead of std::to_string, whose <string>
-// doubled the time to parse every generated source.
-struct disc_int_text {
-  char s[24];
-  explicit disc_int_text(long long v) { snprintf(s, sizeof s, "%lld", v); }
-};
-
 inline int64_t disc_numel(const int64_t* d, int r) {
   int64_t n = 1;
   for (int i = 0; i < r; ++i) n *= d[i];
   return n;
-}
-
-// "[2,3]" for messages.
-inline void disc_fmt_shape(char* buf, size_t cap, const int64_t* d, int r) {
-  size_t k = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < r && k < cap; ++i)
-    k += (size_t)snprintf(buf + k, cap - k, i ? ",%lld" : "%lld", (long long)d[i]);
-  if (k < cap) snprintf(buf + k, cap - k, "]");
-}
-
-// Replaces "{0}"/"{1}" in tmpl with a and b ("{{"/"}}": one brace, as
-// str.format; graph names in templates are escaped so) and records the error.
-inline int32_t disc_fail(const DiscRuntime* rt, int32_t code, const char* tmpl,
-                         const char* a, const char* b) {
-  char msg[2048];
-  size_t k = 0;
-  for (const char* p = tmpl; *p && k + 1 < sizeof msg; ++p) {
-    const char* sub = nullptr;
-    if (p[0] == '{' && (p[1] == '0' || p[1] == '1') && p[2] == '}') {
-      sub = p[1] == '0' ? a : b;
-      p += 2;
-    } else if ((p[0] == '{' || p[0] == '}') && p[1] == p[0]) {
-      ++p;
-    }
-    if (sub) { while (*sub && k + 1 < sizeof msg) msg[k++] = *sub++; }
-    else msg[k++] = *p;
-  }
-  msg[k] = 0;
-  rt->set_error(rt->ctx, code, msg);
-  return 1;
 }
 
 }  // namespace

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List
 
-from .host_checks import free_temps
+from ..host_checks import free_temps
 
 # Below this many cycles (units x cost per unit) a kernel runs on the calling
 # thread.  The runtime's ParallelFor inlines below the same value

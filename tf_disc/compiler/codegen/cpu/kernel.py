@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..ir.core import Op, Value
-from ..ir.opset import spec
-from ..shapes.symbolic import is_static
+from ...ir.core import Op, Value
+from ...ir.opset import spec
+from ...shapes.symbolic import is_static
 from . import ops as optable
 from .dispatch import emit_launch
 from .index_ops import IndexCtx, emit_index
-from .c_types import c_type
-from .kernel_code import KernelCode, LocalNames
+from ..c_types import c_type
+from ..kernel_code import KernelCode, LocalNames
 
 # Elements per parallel_for unit: one unit of work costs `cost` cycles.
 CHUNK = optable.UNITS_PER_CYCLE
@@ -48,7 +48,7 @@ class KernelInfo:
     cost: int                # cycles per CHUNK elements (ops.cost units per element)
     code: KernelCode | None = None
     locals: dict[str, str] = dataclasses.field(default_factory=dict)  # IR name -> C++
-    # Index ops (codegen/index_ops.py): dims the host passes in (field h),
+    # Index ops (codegen/cpu/index_ops.py): dims the host passes in (field h),
     # whether the kernel needs the multi-index loop, gather error fields.
     hostvals: list = dataclasses.field(default_factory=list)
     needs_idx: bool = False

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..ir.core import Op
-from .c_types import c_type
+from ...ir.core import Op
+from ..c_types import c_type
 
 Emit = Callable[[list, Op, str], str]
 
@@ -41,7 +41,7 @@ def uses_fast_exp(op: Op, t: str) -> bool:
 
 def _exp_function(op: Op, t: str) -> str:
     """fast may name a variant for arguments known never positive
-    (codegen/stitch.py): disc_exp_fast_<variant>."""
+    (codegen/cpu/stitch.py): disc_exp_fast_<variant>."""
     if not uses_fast_exp(op, t):
         return "disc_exp"
     fast = op.attrs["fast"]

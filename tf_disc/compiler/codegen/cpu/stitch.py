@@ -19,14 +19,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from ..ir.core import Op, Value
+from ...ir.core import Op, Value
 from . import ops as optable
 from .dispatch import emit_launch
-from .host_checks import free_temps, kernel_error_check
+from ..host_checks import free_temps, kernel_error_check
 from .reduce import _combine, _init
 from .kernel import _scalar_const
-from .kernel_code import KernelCode, LocalNames
-from .c_types import c_type
+from ..kernel_code import KernelCode, LocalNames
+from ..c_types import c_type
 
 # err code for a failed scratch allocation (the others are prelude.py's).
 OOM_ERROR = 100
@@ -349,8 +349,8 @@ def _versioned_with_reductions(info: StitchInfo, loop: list[str], reds: list[Op]
     """A versioned loop (_row_loop) whose stores feed fusable reductions:
     the stride-1 copy combines them in its blocks (_loop_with_reductions),
     the strided one reduces in a second pass.  The attention softmax's
-    scores load has a runtime stride (its last dim may broadcast), and its
-    separate max pass was 12% of the kernel (B=4, S=16..256)."""
+    scores load has a runtime stride (its last dim may broadcast), and a
+    separate max pass would read each row once more."""
     unit, fast = _unit_stride(info, loop)
     decls, fused = _loop_with_reductions(fast, reds, em, scratch)
     strided = _plain_loop(loop)

@@ -5,9 +5,9 @@ the back of the output row, giving TF's order.  Rows run in parallel; each
 task's heap lives in one temp buffer."""
 from __future__ import annotations
 
-from ..ir.core import Op
+from ...ir.core import Op
 from .dispatch import emit_units_and_close
-from .c_types import c_type
+from ..c_types import c_type
 
 
 def emit_topk(op: Op, dn, ptr: dict, k: int) -> list[str]:

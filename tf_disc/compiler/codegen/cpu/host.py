@@ -8,32 +8,30 @@ import dataclasses
 import math
 from typing import Callable
 
-from ..dtypes import DType
-from ..errors import template_text
-from ..ir.core import Func, Op, Value
-from ..ir.opset import spec
-from ..shapes.symbolic import is_static, parse_dim
-from .cstr import c_string
-from .dim_math import CHECKED, checked, floordiv, range_len, segment_count
-from .conv import emit_window
-from .gemm import DotGroups, emit_dot, emit_dot_group, emit_dot_with_epilogue
+from ...dtypes import DType
+from ...errors import template_text
+from ...ir.core import Func, Op, Value
+from ...ir.opset import spec
+from ...shapes.symbolic import is_static, parse_dim
+from ..cstr import c_string
+from ..dim_math import CHECKED, checked, floordiv, range_len, segment_count
+from ..conv import emit_window
+from ..gemm import DotGroups, emit_dot, emit_dot_group, emit_dot_with_epilogue
 from .index_ops import GATHER_ERROR
 from .kernel import KernelInfo, launch
-from .labels import emit_label_check
+from ..labels import emit_label_check
 from .reduce import emit_cumsum, emit_reduce
 from .topk import emit_topk
 from .scatter import emit_dynamic_stitch, emit_segment_sum, stitch_len
 from .segment import emit_segment_reduce
 from .stitch import StitchInfo, emit_stitch_launch
-from .host_checks import (alloc_output, alloc_temp, free_temps, input_check,
+from ..host_checks import (alloc_output, alloc_temp, free_temps, input_check,
                           kernel_error_check)
-from .c_types import c_type
+from ..c_types import c_type
 
 
 
 ENTRY_HEAD = (
-    "extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_abi_version(void) "
-    "{ return DISC_ABI_VERSION; }\n\n"
     "extern \"C\" __attribute__((visibility(\"default\"))) int32_t disc_entry("
     "const DiscRuntime* rt, const DiscBuffer* inputs,\n                               "
     "int32_t num_inputs) {")
@@ -84,7 +82,7 @@ class DimNames:
 
 def _range_len(name: str, parts: list[str]) -> list[str]:
     """TF Range's size from its scalar inputs i, j, k of dtype t."""
-    from ..dtypes import from_tf
+    from ...dtypes import from_tf
     i, j, k, t = (int(x) for x in parts)
     dt = from_tf(t)
     rd = [f"*static_cast<const {c_type(dt)}*>(inputs[{n}].data)" for n in (i, j, k)]
@@ -94,14 +92,14 @@ def _range_len(name: str, parts: list[str]) -> list[str]:
 def _input_value(parts: list[str]) -> str:
     """Element k of input i (a scalar, or a vector whose static length
     the entry checked before any dim is computed)."""
-    from ..dtypes import from_tf
+    from ...dtypes import from_tf
     i, k, t = (int(x) for x in parts)
     return f"int64_t(static_cast<const {c_type(from_tf(t))}*>(inputs[{i}].data)[{k}])"
 
 
 def _segment_count(name: str, parts: list[str]) -> list[str]:
     """Last element + 1 of vector input i, 0 when it is empty."""
-    from ..dtypes import from_tf
+    from ...dtypes import from_tf
     i, t = (int(x) for x in parts)
     last = (f"int64_t(static_cast<const {c_type(from_tf(t))}*>(inputs[{i}].data)"
             f"[inputs[{i}].dims[0] - 1])")

@@ -5,10 +5,10 @@ Emitted inline in disc_entry as a local struct with a static run function.
 f32 sums and products accumulate in double; max/min propagate NaN (TF)."""
 from __future__ import annotations
 
-from ..ir.core import Op, Value
+from ...ir.core import Op, Value
 from .dispatch import emit_launch, emit_units_and_close
-from .c_types import c_type
-from .host_checks import free_temps
+from ..c_types import c_type
+from ..host_checks import free_temps
 
 _INIT = {"sum": "0", "prod": "1", "and": "true", "or": "false"}
 

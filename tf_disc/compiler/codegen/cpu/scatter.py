@@ -12,12 +12,12 @@ Wide rows: the ordered pass records the winning source row of each output
 row, then rows copy (or zero) in parallel, so duplicates never race."""
 from __future__ import annotations
 
-from ..errors import template_text
-from ..ir.core import Op, Value
-from .cstr import c_string
+from ...errors import template_text
+from ...ir.core import Op, Value
+from ..cstr import c_string
 from .dispatch import emit_launch
-from .c_types import c_type
-from .host_checks import free_temps
+from ..c_types import c_type
+from ..host_checks import free_temps
 
 _WIDE = 64  # row elements from which rows copy in parallel (memcpy per row)
 

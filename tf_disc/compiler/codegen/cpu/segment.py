@@ -4,12 +4,12 @@ segment starts, then segments run in parallel, each summing its gathered
 rows (mean/sqrtn divide by the count; empty segments are 0)."""
 from __future__ import annotations
 
-from ..errors import template_text
-from ..ir.core import Op, Value
-from .cstr import c_string
+from ...errors import template_text
+from ...ir.core import Op, Value
+from ..cstr import c_string
 from .dispatch import emit_launch
-from .c_types import c_type
-from .host_checks import free_temps
+from ..c_types import c_type
+from ..host_checks import free_temps
 
 
 def _fail(op: Op, msg: str, a: str, b: str) -> str:
