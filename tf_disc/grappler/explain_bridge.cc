@@ -49,7 +49,8 @@ std::string Explain(const char* graphdef, int64_t len, const char* options_json)
     }
   }
   GraphAnalysis a;
-  absl::Status s = AnalyzeGraph(graph, *table, fed, min_size, /*want_reasons=*/true, &a);
+  absl::Status s = AnalyzeGraph(graph, *table, fed, /*keep_names=*/{}, min_size,
+                                /*want_reasons=*/true, &a);
   if (!s.ok()) return ErrorJson("graph not analyzable: " + std::string(s.message()));
   const tensorflow::GraphDef& g = *a.graph;
   std::vector<int> cluster_of(g.node_size(), -1);
