@@ -5,6 +5,7 @@ compares in one process, interleaved, and reports medians and ratios."""
 from __future__ import annotations
 
 import gc
+import os
 import statistics
 import time
 from typing import Callable, Dict, List
@@ -60,3 +61,17 @@ def _fmt(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+def cpu_line(flags: tuple) -> str:
+    """The CPU's model name (/proc/cpuinfo), CPU count and which of `flags` it has."""
+    name, have = "unknown", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name") and name == "unknown":
+                name = line.partition(":")[2].strip()
+            elif line.startswith("flags"):
+                have = set(line.partition(":")[2].split())
+                break
+    listed = " ".join(f for f in flags if f in have) or "none of " + " ".join(flags)
+    return f"{name}; {os.cpu_count()} CPUs; flags: {listed}"
