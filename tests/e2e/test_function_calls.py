@@ -175,3 +175,20 @@ def test_explain_inlines_as_the_optimizer_does(disc, attr):
 
     ex = disc.explain(f)
     assert len(ex.clusters) == 1 and ex.coverage == 1.0, str(ex)
+
+
+def test_call_placed_on_another_device_stays(disc):
+    @tf.function(jit_compile=True)
+    def inner(x):
+        return tf.exp(x) + 1.0
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [None, None], name="x")
+        a = x * 2.0
+        with tf.device("/device:GPU:0"):
+            y = inner(a)
+        tf.identity(y * x - a, name="out")
+    ex = disc.explain(graph)
+    calls = [n for n in ex.not_clustered if n["op"] in CALL_OPS]
+    assert [n["reason"] for n in calls] == ["function call: on device /device:GPU:0"], str(ex)
