@@ -192,3 +192,29 @@ def test_call_placed_on_another_device_stays(disc):
     ex = disc.explain(graph)
     calls = [n for n in ex.not_clustered if n["op"] in CALL_OPS]
     assert [n["reason"] for n in calls] == ["function call: on device /device:GPU:0"], str(ex)
+
+
+def test_explain_inlines_plain_calls_as_the_runtime_does(disc):
+    """A traced graph still holds calls of plain tf.functions, which TF's
+    runtime inlines before Grappler whatever their body: explain does the
+    same, so the stateful op is named, not the call."""
+    counter = tf.Variable(0.0)
+
+    @tf.function
+    def inner(x):
+        counter.assign_add(1.0)
+        return tf.exp(x) * 2.0
+
+    @tf.function(input_signature=[SPEC_2D])
+    def f(x):
+        return inner(tf.tanh(x) + 1.0) - x * 3.0
+
+    ex = disc.explain(f)
+    assert "function call" not in ex.reasons, str(ex)
+    # Besides the assign, only the inliner's Identity of the variable handle.
+    assert sorted(n["op"] for n in ex.not_clustered) == ["AssignAddVariableOp", "Identity"], \
+        str(ex)
+    x = random_f32((3, 5), 0)
+    np.testing.assert_allclose(f(x).numpy(), np.exp(np.tanh(x) + 1.0) * 2.0 - x * 3.0,
+                               rtol=2e-5, atol=2e-5)
+    assert counter.numpy() == 1.0

@@ -16,11 +16,11 @@ const StaticDims& GraphAnalysis::InferredDims() {
 
 absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable& table,
                           const std::unordered_set<std::string>& fed_nodes,
-                          const std::unordered_set<std::string>& keep_names,
+                          const CallInliningOptions& calls,
                           int min_cluster_size, bool want_reasons, GraphAnalysis* out) {
   out->graph = &graph;
   if (HasFunctionCalls(graph)) {
-    absl::Status s = InlineCompilableCalls(table, keep_names, graph, &out->copy, &out->calls);
+    absl::Status s = InlineCompilableCalls(table, calls, graph, &out->copy, &out->calls);
     if (!s.ok()) {  // the calls stay, with the reason
       VLOG(1) << "DiscOptimizer: cannot inline calls: " << s;
       out->calls = CallInlining();

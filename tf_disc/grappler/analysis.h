@@ -42,12 +42,12 @@ struct GraphAnalysis {
   std::unique_ptr<StaticDims> dims_;
 };
 
-// Fills *out (graph must outlive it).  keep_names: nodes whose names must
-// survive (fetches, preserved nodes; call_inlining.h).  Fails when the graph
-// cannot be indexed (dangling inputs, a cycle that is not a loop).
+// Fills *out (graph must outlive it).  calls: how function calls are
+// inlined (call_inlining.h).  Fails when the graph cannot be indexed
+// (dangling inputs, a cycle that is not a loop).
 absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable& table,
                           const std::unordered_set<std::string>& fed_nodes,
-                          const std::unordered_set<std::string>& keep_names,
+                          const CallInliningOptions& calls,
                           int min_cluster_size, bool want_reasons, GraphAnalysis* out);
 
 }  // namespace tf_disc

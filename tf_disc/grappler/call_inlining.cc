@@ -39,15 +39,19 @@ bool IsPlumbing(const std::string& op) {
 // Decides per function instantiation whether its body is compilable.
 class BodyJudge {
  public:
-  BodyJudge(const SupportTable& table, const tensorflow::FunctionLibraryDefinition& flib)
-      : table_(table), flib_(flib) {}
+  BodyJudge(const SupportTable& table, const tensorflow::FunctionLibraryDefinition& flib,
+            bool like_runtime)
+      : table_(table), flib_(flib), like_runtime_(like_runtime) {}
 
-  // "" when the call may be inlined, else why not.
-  std::string Obstacle(const tensorflow::NodeDef& call, int depth = 0) {
+  // "" when the call may be inlined, else why not.  top: a call in the
+  // graph (not in a body being judged), which like_runtime lets in when
+  // TF's runtime would inline it.
+  std::string Obstacle(const tensorflow::NodeDef& call, int depth = 0, bool top = false) {
     tensorflow::NameAttrList func;
     if (!tensorflow::NameAndAttrsFromFunctionCall(call, &func).ok()) {
       return "no function attr";
     }
+    if (top && like_runtime_ && RuntimeInlines(call, func.name())) return "";
     const std::string key =
         tensorflow::Canonicalize(func.name(), tensorflow::AttrSlice(&func.attr()));
     auto it = verdicts_.find(key);
@@ -91,8 +95,24 @@ class BodyJudge {
     return "";
   }
 
+  // What TF's runtime inliner (ValidateInlining, LowerFunctionalOpsPass)
+  // leaves alone: _noinline and implementation-selection functions, calls
+  // XLA must compile.
+  bool RuntimeInlines(const tensorflow::NodeDef& call, const std::string& name) const {
+    const tensorflow::FunctionDef* fdef = flib_.Find(name);
+    if (fdef == nullptr) return false;
+    for (const char* attr : {"_noinline", "_XlaMustCompile"}) {
+      auto it = fdef->attr().find(attr);
+      if (it != fdef->attr().end() && it->second.b()) return false;
+    }
+    auto it = call.attr().find("_XlaMustCompile");
+    if (it != call.attr().end() && it->second.b()) return false;
+    return fdef->attr().count("api_implements") == 0;
+  }
+
   const SupportTable& table_;
   const tensorflow::FunctionLibraryDefinition& flib_;
+  const bool like_runtime_;
   std::unordered_map<std::string, std::string> verdicts_;
   std::unordered_set<std::string> in_progress_;
 };
@@ -167,16 +187,17 @@ bool HasFunctionCalls(const tensorflow::GraphDef& graph) {
 }
 
 absl::Status InlineCompilableCalls(const SupportTable& table,
-                                   const std::unordered_set<std::string>& keep_names,
+                                   const CallInliningOptions& options,
                                    const tensorflow::GraphDef& graph,
                                    tensorflow::GraphDef* inlined, CallInlining* result) {
   tensorflow::FunctionLibraryDefinition flib(tensorflow::OpRegistry::Global(),
                                              graph.library());
-  BodyJudge judge(table, flib);
+  BodyJudge judge(table, flib, options.like_runtime);
   std::unordered_set<std::string> chosen;
   for (const tensorflow::NodeDef& node : graph.node()) {
     if (!IsCallType(flib, node.op())) continue;
-    std::string why = OnCpu(node.device()) ? judge.Obstacle(node) : "on device " + node.device();
+    std::string why = OnCpu(node.device()) ? judge.Obstacle(node, 0, /*top=*/true)
+                                           : "on device " + node.device();
     if (why.empty()) {
       chosen.insert(node.name());
     } else {
@@ -205,9 +226,9 @@ absl::Status InlineCompilableCalls(const SupportTable& table,
     round_start = g.num_node_ids();
     for (tensorflow::Node* n : calls) {
       const std::string name = n->name();
-      std::string why = round == 0 ? "" : judge.Obstacle(n->def());
+      std::string why = round == 0 ? "" : judge.Obstacle(n->def(), 0, /*top=*/true);
       absl::Status s = why.empty()
-          ? InlineOne(flib, &g, n, round == 0 && keep_names.count(name) > 0)
+          ? InlineOne(flib, &g, n, round == 0 && options.keep_names.count(name) > 0)
           : absl::FailedPreconditionError(why);
       if (s.ok()) {
         ++count;

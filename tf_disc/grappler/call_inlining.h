@@ -35,16 +35,25 @@ struct CallInlining {
   std::unordered_map<std::string, std::string> kept;
 };
 
+struct CallInliningOptions {
+  // Callers whose names must survive (fetches, preserved nodes): they leave
+  // an IdentityN under their name, so that fetches, control targets and
+  // control outputs naming them stay valid.
+  std::unordered_set<std::string> keep_names;
+  // Also inline, whatever their body, the calls TF's runtime inlines before
+  // Grappler runs (no _noinline, no api_implements, not marked for XLA):
+  // disc.explain() reads traced graphs, which still hold them.
+  bool like_runtime = false;
+};
+
 // True when some node of `graph` may be a function call (a cheap check that
 // spares the rest of the optimizer a copy of the graph).
 bool HasFunctionCalls(const tensorflow::GraphDef& graph);
 
 // Inlines the compilable calls of `graph` into *inlined, written only when
-// result->inlined > 0.  Callers named in keep_names (fetches, preserved
-// nodes) leave an IdentityN under their name, so that fetches, control
-// targets and control outputs naming them stay valid.
+// result->inlined > 0.
 absl::Status InlineCompilableCalls(const SupportTable& table,
-                                   const std::unordered_set<std::string>& keep_names,
+                                   const CallInliningOptions& options,
                                    const tensorflow::GraphDef& graph,
                                    tensorflow::GraphDef* inlined, CallInlining* result);
 

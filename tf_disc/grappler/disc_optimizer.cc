@@ -150,9 +150,10 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
     return NothingToDo("too few supported nodes");
   }
 
-  std::unordered_set<std::string> keep = KeepNames(item);
+  CallInliningOptions calls;
+  calls.keep_names = KeepNames(item);
   GraphAnalysis analysis;
-  absl::Status s = AnalyzeGraph(item.graph, *table, FedNodes(item), keep, min_size,
+  absl::Status s = AnalyzeGraph(item.graph, *table, FedNodes(item), calls, min_size,
                                 /*want_reasons=*/false, &analysis);
   if (!s.ok()) {
     VLOG(1) << "DiscOptimizer: cannot analyze " << item.id << ": " << s;
@@ -164,7 +165,7 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   }
   const std::vector<std::vector<int>>& clusters = analysis.clusters;
 
-  RewriteInput in{&analysis.index, &analysis.clusterable, &clusters, &keep,
+  RewriteInput in{&analysis.index, &analysis.clusterable, &clusters, &calls.keep_names,
                   &analysis.InferredDims()};
   tensorflow::GraphDef rewritten;
   int num_rewritten = 0;
