@@ -110,28 +110,39 @@ def test_variable_reads_in_a_call_keep_their_order(disc):
     assert total(stats, "compiles") == 2 and total(stats, "fallbacks") == 0, stats
 
 
-def test_call_with_a_stateful_body_stays_and_is_explained(disc):
+def _counting(**function_options):
+    """f(x) = inner(tanh(x) + 1) - 3x, where inner (a tf.function with
+    function_options) also counts its calls in a variable: a stateful body."""
     counter = tf.Variable(0.0)
 
-    @tf.function(jit_compile=True)
-    def counting(x):
+    @tf.function(**function_options)
+    def inner(x):
         counter.assign_add(1.0)
         return tf.exp(x) * 2.0
 
     @tf.function(input_signature=[SPEC_2D])
     def f(x):
-        return counting(tf.tanh(x) + 1.0) - x * 3.0
+        return inner(tf.tanh(x) + 1.0) - x * 3.0
 
+    return f, counter
+
+
+def _check_counting(f, counter, shapes):
+    for i, shape in enumerate(shapes):
+        x = random_f32(shape, 40 + i)
+        want = np.exp(np.tanh(x) + 1.0) * 2.0 - x * 3.0
+        np.testing.assert_allclose(f(x).numpy(), want, rtol=2e-5, atol=2e-5)
+    assert counter.numpy() == len(shapes)
+
+
+def test_call_with_a_stateful_body_stays_and_is_explained(disc):
+    f, counter = _counting(jit_compile=True)
     ex = disc.explain(f)
     calls = [n for n in ex.not_clustered if n["op"] in CALL_OPS]
     assert len(calls) == 1, str(ex)
     reason = calls[0]["reason"]
     assert reason.startswith("function call: ") and "AssignAddVariableOp" in reason, reason
-    for i, shape in enumerate(shapes_2d(5, seed=2)):
-        x = random_f32(shape, 40 + i)
-        want = np.exp(np.tanh(x) + 1.0) * 2.0 - x * 3.0
-        np.testing.assert_allclose(f(x).numpy(), want, rtol=2e-5, atol=2e-5)
-    assert counter.numpy() == 5.0
+    _check_counting(f, counter, shapes_2d(5, seed=2))
 
 
 def test_tf1_session_call_output_fetched_by_name(disc):
@@ -198,23 +209,10 @@ def test_explain_inlines_plain_calls_as_the_runtime_does(disc):
     """A traced graph still holds calls of plain tf.functions, which TF's
     runtime inlines before Grappler whatever their body: explain does the
     same, so the stateful op is named, not the call."""
-    counter = tf.Variable(0.0)
-
-    @tf.function
-    def inner(x):
-        counter.assign_add(1.0)
-        return tf.exp(x) * 2.0
-
-    @tf.function(input_signature=[SPEC_2D])
-    def f(x):
-        return inner(tf.tanh(x) + 1.0) - x * 3.0
-
+    f, counter = _counting()
     ex = disc.explain(f)
     assert "function call" not in ex.reasons, str(ex)
     # Besides the assign, only the inliner's Identity of the variable handle.
     assert sorted(n["op"] for n in ex.not_clustered) == ["AssignAddVariableOp", "Identity"], \
         str(ex)
-    x = random_f32((3, 5), 0)
-    np.testing.assert_allclose(f(x).numpy(), np.exp(np.tanh(x) + 1.0) * 2.0 - x * 3.0,
-                               rtol=2e-5, atol=2e-5)
-    assert counter.numpy() == 1.0
+    _check_counting(f, counter, [(3, 5), (1, 2)])
