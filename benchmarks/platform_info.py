@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16")
+FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
+         "amx_bf16")
 
 
 def cpu_summary() -> str:

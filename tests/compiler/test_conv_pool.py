@@ -188,6 +188,24 @@ def test_grouped_conv2d(disc, padding, k, strides):
     _run(disc, fn, [_spec(4), _spec(4)], cases)
 
 
+@pytest.mark.parametrize("padding,k,strides,dil,mult", [
+    ("SAME", (7, 7), 1, 1, 1), ("VALID", (3, 2), 2, 1, 2), ("SAME", (3, 3), 1, 2, 3)])
+def test_grouped_conv2d_one_group_per_channel(disc, tmp_path, padding, k, strides, dil, mult):
+    """Filter in-depth 1 and static depths (Keras' Conv2D(groups=channels),
+    ConvNeXt's 7x7 convolutions): lowered as a depthwise window."""
+    c = 6
+
+    def fn(x, f):
+        return tf.nn.conv2d(x, f, strides, padding, dilations=dil)
+    cases = [[_rand((n, h, w, c), i), _rand((*k, 1, c * mult), 30 + i)]
+             for i, (n, h, w) in enumerate([(1, 9, 9), (2, 6, 11), (1, 12, 5), (3, 7, 4)])]
+    disc.set_options(dump_dir=str(tmp_path))
+    _run(disc, fn, [tf.TensorSpec([None, None, None, c]), tf.TensorSpec([*k, 1, c * mult])],
+         cases)
+    sources = "".join(p.read_text() for p in tmp_path.rglob("*.cc"))
+    assert "DISC_WINDOW_DEPTHWISE" in sources and "DISC_WINDOW_CONV;" not in sources
+
+
 def test_grouped_conv2d_errors_are_tf_errors(disc):
     disc.enable(min_cluster_size=1)
 

@@ -115,15 +115,8 @@ def save_tf1(path: str) -> list:
     return TF1_SHAPES
 
 
-def save_partly_static(path: str) -> None:
-    """A signature with clusters that cannot be compiled ahead of time: one
-    inside a `_noinline` function, one fed by that function's output (rank
-    unknown until run time)."""
+def _save_with_noinline_call(path: str, inner) -> None:
     import tensorflow as tf
-
-    @tf.function(experimental_attributes={"_noinline": True})
-    def inner(y):
-        return tf.tanh(y * 0.5 + 1.0) * tf.sigmoid(y)
 
     class Model(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
@@ -132,3 +125,29 @@ def save_partly_static(path: str) -> None:
 
     model = Model()
     tf.saved_model.save(model, path, signatures={"serving_default": model.serve})
+
+
+def save_partly_static(path: str) -> None:
+    """A signature with clusters that cannot be compiled ahead of time: one
+    inside a `_noinline` function that stays a call (its Cumprod is not
+    compilable), one fed by that function's output (rank unknown until run
+    time)."""
+    import tensorflow as tf
+
+    @tf.function(experimental_attributes={"_noinline": True})
+    def inner(y):
+        return tf.math.cumprod(tf.tanh(y * 0.5 + 1.0) * tf.sigmoid(y), axis=1)
+
+    _save_with_noinline_call(path, inner)
+
+
+def save_compilable_call(path: str) -> None:
+    """A signature calling a `_noinline` function whose body is compilable:
+    the optimizer inlines it, so the whole signature is one cluster."""
+    import tensorflow as tf
+
+    @tf.function(experimental_attributes={"_noinline": True})
+    def inner(y):
+        return tf.tanh(y * 0.5 + 1.0) * tf.sigmoid(y)
+
+    _save_with_noinline_call(path, inner)

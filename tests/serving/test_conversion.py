@@ -130,6 +130,36 @@ def test_clusters_left_to_run_time_reported_and_run(disc, serving_base, tmp_path
     for shape in [(2, 3), (7, 1), (4, 9)]:
         x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
         h = x * 3.0 - 1.0
+        want = np.cumprod(np.tanh(h * 0.5 + 1.0) / (1.0 + np.exp(-h)), axis=1) * 2.0 + 1.0
+        np.testing.assert_allclose(fn(x=tf.constant(x))["y"].numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_compilable_noinline_call_compiled_ahead_of_time(disc, serving_base, tmp_path):
+    """The call is inlined (call_inlining.h): one cluster, compiled ahead of
+    time, and no call left in the converted signature."""
+    import numpy as np
+    import tensorflow as tf
+
+    from serving_models import save_compilable_call
+
+    src, dst = str(tmp_path / "call"), str(tmp_path / "call_disc")
+    save_compilable_call(src)
+    summary = disc.convert_saved_model(src, dst, cache_dir=os.path.join(serving_base, "cache"))
+    assert len(summary.clusters) == 1 and summary.compiled == 1, summary.lines()
+    assert len(_launches(dst)) == 1
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(dst, "saved_model.pb"), "rb") as f:
+        proto.ParseFromString(f.read())
+    bodies = [[n.op for n in func.node_def] for func in proto.meta_graphs[0].graph_def.library.function]
+    converted = [ops for ops in bodies if "DiscLaunch" in ops]
+    assert len(converted) == 1, bodies
+    assert not {"PartitionedCall", "StatefulPartitionedCall"} & set(converted[0]), converted
+    fn = tf.saved_model.load(dst).signatures["serving_default"]
+    for shape in [(2, 3), (7, 1), (4, 9)]:
+        x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+        h = x * 3.0 - 1.0
         want = np.tanh(h * 0.5 + 1.0) / (1.0 + np.exp(-h)) * 2.0 + 1.0
         np.testing.assert_allclose(fn(x=tf.constant(x))["y"].numpy(), want, rtol=1e-5, atol=1e-5)
 

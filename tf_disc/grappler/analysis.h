@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "tensorflow/core/framework/graph.pb.h"
+#include "tf_disc/grappler/call_inlining.h"
 #include "tf_disc/grappler/control_flow_info.h"
 #include "tf_disc/grappler/static_facts.h"
 #include "tf_disc/grappler/support_table.h"
@@ -18,10 +19,11 @@
 namespace tf_disc {
 
 struct GraphAnalysis {
-  // The analysed graph: the input, or a rewritten copy (fused ops expanded,
-  // static facts applied) held in `copy`.
+  // The analysed graph: the input, or a rewritten copy (compilable calls
+  // inlined, fused ops expanded, static facts applied) held in `copy`.
   const tensorflow::GraphDef* graph = nullptr;
   tensorflow::GraphDef copy;
+  CallInlining calls;
   GraphIndex index;
   std::vector<const OpSupport*> clusterable;  // per node
   std::vector<std::vector<int>> clusters;
@@ -40,10 +42,12 @@ struct GraphAnalysis {
   std::unique_ptr<StaticDims> dims_;
 };
 
-// Fills *out (graph must outlive it).  Fails when the graph cannot be
-// indexed (dangling inputs, a cycle that is not a loop).
+// Fills *out (graph must outlive it).  calls: how function calls are
+// inlined (call_inlining.h).  Fails when the graph cannot be indexed
+// (dangling inputs, a cycle that is not a loop).
 absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable& table,
                           const std::unordered_set<std::string>& fed_nodes,
+                          const CallInliningOptions& calls,
                           int min_cluster_size, bool want_reasons, GraphAnalysis* out);
 
 }  // namespace tf_disc

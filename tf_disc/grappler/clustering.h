@@ -28,6 +28,8 @@ inline constexpr char kReasonFed[] = "fed";
 // launch per pass).
 inline constexpr char kReasonLaunchOutput[] = "kept launch output";
 inline constexpr char kReasonShape[] = "undecidable shape";
+// A function call whose body is not compilable whole (call_inlining.h).
+inline constexpr char kReasonCall[] = "function call";
 
 // Graph plumbing and data (placeholders, args, constants, NoOp, DiscLaunch),
 // not computation: left out of coverage and "ops left in TF" counts (the one

@@ -12,6 +12,7 @@
 #include "tensorflow/core/platform/logging.h"
 #include "tensorflow/core/protobuf/rewriter_config.pb.h"
 #include "tf_disc/grappler/analysis.h"
+#include "tf_disc/grappler/call_inlining.h"
 #include "tf_disc/grappler/cluster_rewrite.h"
 #include "tf_disc/grappler/clustering.h"
 #include "tf_disc/grappler/defuse.h"
@@ -143,13 +144,16 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   for (const auto& node : item.graph.node()) {
     supported += table->HasOp(node.op()) || IsExpandableFusedOpType(node.op());
   }
-  if (supported < min_size || supported == 0) {
+  // Function calls may bring supported ops in (call_inlining.h).
+  if ((supported < min_size || supported == 0) && !HasFunctionCalls(item.graph)) {
     RecordLeftOps(item.id, item.graph, {});
     return NothingToDo("too few supported nodes");
   }
 
+  CallInliningOptions calls;
+  calls.keep_names = KeepNames(item);
   GraphAnalysis analysis;
-  absl::Status s = AnalyzeGraph(item.graph, *table, FedNodes(item), min_size,
+  absl::Status s = AnalyzeGraph(item.graph, *table, FedNodes(item), calls, min_size,
                                 /*want_reasons=*/false, &analysis);
   if (!s.ok()) {
     VLOG(1) << "DiscOptimizer: cannot analyze " << item.id << ": " << s;
@@ -161,8 +165,7 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   }
   const std::vector<std::vector<int>>& clusters = analysis.clusters;
 
-  std::unordered_set<std::string> keep = KeepNames(item);
-  RewriteInput in{&analysis.index, &analysis.clusterable, &clusters, &keep,
+  RewriteInput in{&analysis.index, &analysis.clusterable, &clusters, &calls.keep_names,
                   &analysis.InferredDims()};
   tensorflow::GraphDef rewritten;
   int num_rewritten = 0;
@@ -177,7 +180,9 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   RecordGraphRewritten(num_rewritten, nodes);
   RecordLeftOps(item.id, *analysis.graph, clusters);
   VLOG(1) << "DiscOptimizer: " << item.id << ": " << num_rewritten
-          << " cluster(s), " << nodes << " node(s) of " << item.graph.node_size()
+          << " cluster(s), " << nodes << " node(s) of " << analysis.graph->node_size()
+          << " (" << analysis.calls.inlined << " call(s) inlined, "
+          << analysis.calls.kept.size() << " kept)"
           << " in "
           << std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                            start).count()

@@ -48,8 +48,12 @@ std::string Explain(const char* graphdef, int64_t len, const char* options_json)
       fed.insert(v.as_string());
     }
   }
+  // A traced graph still holds the calls TF's runtime inlines before
+  // Grappler: inline them as it would.
+  CallInliningOptions calls;
+  calls.like_runtime = true;
   GraphAnalysis a;
-  absl::Status s = AnalyzeGraph(graph, *table, fed, min_size, /*want_reasons=*/true, &a);
+  absl::Status s = AnalyzeGraph(graph, *table, fed, calls, min_size, /*want_reasons=*/true, &a);
   if (!s.ok()) return ErrorJson("graph not analyzable: " + std::string(s.message()));
   const tensorflow::GraphDef& g = *a.graph;
   std::vector<int> cluster_of(g.node_size(), -1);

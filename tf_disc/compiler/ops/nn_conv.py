@@ -12,7 +12,8 @@ the convolution's result buffer.
 
 Grouped Conv2D (input depth a multiple of the filter's in-depth, as TF's
 own kernel allows): the window op carries grouped=True and the host code
-derives the group count at run time, with TF's divisibility errors.
+derives the group count at run time, with TF's divisibility errors; one
+group per input channel (static depths) is lowered as a depthwise window.
 
 A fused bias or batch norm followed by nothing, Relu or Relu6 (f32/f64)
 becomes the window op's epilogue instead (operands scale/shift, attr
@@ -24,7 +25,7 @@ from __future__ import annotations
 from ..dtypes import F32, F64, FLOATS
 from ..errors import Unsupported
 from ..ir.core import Op
-from ..shapes.symbolic import dim_add, dim_floordiv, dim_max, dim_mul, dim_sub
+from ..shapes.symbolic import dim_add, dim_floordiv, dim_max, dim_mul, dim_sub, static_value
 from .hostvals import const_ints
 from .misc import lower_bias_add
 from .rule import OpRule
@@ -84,6 +85,19 @@ def emit_window(b, node, kind: str, x, filt, k: tuple[str, str], out_c: str,
                   grouped=grouped, node=node.name, op=node.op)
 
 
+def _per_channel_filter(b, x, f):
+    """A grouped Conv2D with one group per input channel (filter in-depth 1:
+    Keras' Conv2D(groups=channels), ConvNeXt's 7x7 convolutions) is a
+    depthwise convolution, whose runtime kernel is many times faster than
+    the grouped one: the filter [kh, kw, 1, C*m] read as [kh, kw, C, m]
+    (output channel c*m + j is input channel c's j-th in both).  None unless
+    C and C*m are static and C divides C*m (else TF's error at run time)."""
+    c, f_in, out = (static_value(b.env.canon(d)) for d in (x.shape[3], f.shape[2], f.shape[3]))
+    if f_in != 1 or not c or c == 1 or out is None or out % c:
+        return None
+    return b.emit("reshape", [f], f.dtype, (f.shape[0], f.shape[1], str(c), str(out // c)))
+
+
 def _conv_common(b, node, x, f, depthwise: bool):
     if node.attrs.get("data_format", "NHWC") != "NHWC":
         raise Unsupported(f"{node.op} node '{node.name}': only NHWC")
@@ -98,6 +112,9 @@ def _conv_common(b, node, x, f, depthwise: bool):
         out_c = dim_mul(f.shape[2], f.shape[3])
     else:  # equal depths, or groups checked and counted by the host code
         grouped = not b.env.known_equal(x.shape[3], f.shape[2])
+        per_channel = _per_channel_filter(b, x, f) if grouped else None
+        if per_channel is not None:
+            return _conv_common(b, node, x, per_channel, True)
         out_c = f.shape[3]
     return emit_window(b, node, "depthwise" if depthwise else "conv", x, f,
                        (f.shape[0], f.shape[1]), out_c, strides, dilations, grouped)
