@@ -26,6 +26,8 @@ class Builder:
         # Checks a lowering needs only when its value is a function result
         # (e.g. ops/broadcast_grad.py): value -> assert ops.
         self.result_checks: dict[Value, list[Op]] = {}
+        # Functions nested control flow calls, by name (frontend/functions.py).
+        self.library: dict = {}
 
     # -- generic ------------------------------------------------------------
     def emit(self, name: str, operands: list[Value], dtype: DType,

@@ -85,6 +85,11 @@ OPSET.update({
     "window": IrOpSpec(-1, "library"),  # (x[, filter]): ops/nn_conv.py, codegen/conv.py
 })
 
+# Control flow (ir/control.py): operands are the loop's initial values,
+# results its final ones; op.funcs holds [cond, body].  Programs
+# (passes/program.py) split a function at these ops before the pipeline.
+OPSET["while"] = IrOpSpec(-1, "control", "attr")
+
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 
 

@@ -1,0 +1,80 @@
+"""The `while` op in the IR (ir/control.py): text round trip with nested
+functions, verifier checks, and the split into a Program
+(passes/program.py) on small snippets."""
+import pytest
+
+from blade_disc_tf.compiler.ir import parse_func, print_func, verify
+from blade_disc_tf.compiler.ir.verifier import VerifyError
+from blade_disc_tf.compiler.passes.pipeline import run_pipeline, standard_passes
+from blade_disc_tf.compiler.passes.program import Loop, Segment, map_segments, split_program
+
+LOOP = """\
+func @f(%arg0: f32[s0,s1], %arg1: i32[]) {
+  %v0 = constant() {"value": [0]} : i32[]
+  %v1 = exponential(%arg0) : f32[s0,s1]
+  %v2, %v3, %v4 = while(%v0, %v1, %arg1) {"node": "w"} : i32[], f32[s2,s1], i32[] (
+    func @cond(%arg0: i32[], %arg1: f32[s0,s1], %arg2: i32[]) {
+      %v0 = compare(%arg0, %arg2) {"direction": "LT"} : i1[]
+      return(%v0)
+    }
+    func @body(%arg0: i32[], %arg1: f32[s0,s1], %arg2: i32[]) {
+      %v0 = constant() {"value": [1]} : i32[]
+      %v1 = add(%arg0, %v0) : i32[]
+      %v2 = tanh(%arg1) : f32[s0,s1]
+      return(%v1, %v2, %arg2)
+    }
+  )
+  %v5 = negate(%v3) : f32[s2,s1]
+  return(%v5)
+}
+"""
+
+
+def test_round_trip_with_nested_functions():
+    f = verify(parse_func(LOOP))
+    assert print_func(f) == LOOP
+    (w,) = [op for op in f.ops if op.name == "while"]
+    assert [g.name for g in w.funcs] == ["cond", "body"]
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ('return(%v1, %v2, %arg2)', 'return(%v1, %v2)', "returns 2 values"),
+    ('%v0 = compare(%arg0, %arg2) {"direction": "LT"} : i1[]\n      return(%v0)',
+     'return(%arg0)', "one bool scalar"),
+    ('%v2 = tanh(%arg1) : f32[s0,s1]\n      return(%v1, %v2, %arg2)',
+     'return(%v1, %v1, %arg2)', "for loop variable"),
+])
+def test_verifier_rejects_malformed_loops(old, new, why):
+    with pytest.raises(VerifyError, match=why):
+        verify(parse_func(LOOP.replace(old, new)))
+
+
+def test_loop_result_dims_are_defined_by_the_loop():
+    f = verify(parse_func(LOOP))  # s2 is no argument's dim: the loop defines it
+    assert f.ops[-1].result.shape == ("s2", "s1")
+
+
+def test_split_into_segments_and_loop():
+    prog = split_program(verify(parse_func(LOOP)))
+    kinds = [type(s).__name__ for s in prog.steps]
+    assert kinds == ["Segment", "Loop", "Segment"]
+    pre, loop, post = prog.steps
+    assert isinstance(pre, Segment) and isinstance(loop, Loop) and isinstance(post, Segment)
+    # the constant loop operand is a buffer: the segment returns it
+    assert [v.name for v in pre.outputs] == ["v0", "v1"]
+    # the body returns %arg2 unchanged: an invariant it does not return
+    assert loop.invariant == [False, False, True]
+    assert len(loop.body.rets) == 2
+    # every later segment sees the program's arguments and the loop's results
+    assert [v.name for v in post.inputs] == ["arg0", "arg1", "v2", "v3", "v4"]
+
+
+def test_pipeline_runs_on_every_segment():
+    from blade_disc_tf.compiler.target.cpu import cheap_to_recompute
+    prog = map_segments(split_program(verify(parse_func(LOOP))),
+                        lambda f: run_pipeline(f, standard_passes(cheap_to_recompute),
+                                               speculated=False))
+    for seg in prog.segments():
+        verify(seg.func)
+        assert all(op.name in ("fusion", "constant", "dims_tensor", "stitch")
+                   for op in seg.func.ops), print_func(seg.func)

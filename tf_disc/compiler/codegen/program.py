@@ -1,0 +1,145 @@
+"""C++ for a Program (passes/program.py): every segment rendered as one
+version (codegen/source.py) in its own namespace, with an entry of
+disc_entry's signature; each program that is more than one segment gets a
+function that runs its steps over a table of DiscBuffers (runtime header
+cpu/prelude/disc_loop.h: disc_call, disc_while, disc_copy_output); the
+library's disc_entry is the top program's.
+
+A program that is exactly one segment (a loop body without inner loops,
+returning its values in order) is called directly: its outputs are the
+loop's next buffers, nothing is copied."""
+from __future__ import annotations
+
+import dataclasses
+
+from ..ir.core import Value
+from ..passes.program import Loop, Program, Segment
+from .c_types import c_type
+from .cstr import c_comment
+from .gemm import HELPER as GEMM_HELPER, needs_helper
+from .host import ENTRY_HEAD
+from .host_checks import HOST_HELPERS
+from .abi import abi_guard
+from .prelude import PRELUDE_INCLUDE
+# source.py's per-version rendering, shared with straight-line functions.
+from .source import _host_block, _version
+
+LOOP_INCLUDE = '#include "cpu/prelude/disc_loop.h"'
+_ENTRY = "entry"
+_PROGRAMS = "disc_programs"
+
+
+@dataclasses.dataclass
+class _Emitter:
+    """The namespaces of rendered segments and the program functions, in
+    definition order."""
+    scopes: list[str] = dataclasses.field(default_factory=list)
+    functions: list[str] = dataclasses.field(default_factory=list)
+    seen: dict = dataclasses.field(default_factory=dict)  # source.dedupe_kernels'
+    callables: dict[int, str] = dataclasses.field(default_factory=dict)
+    count: int = 0  # program functions named so far
+
+    def segment(self, seg: Segment) -> str:
+        """The segment's entry function (rendered once)."""
+        if id(seg) in self.callables:
+            return self.callables[id(seg)]
+        ns = f"disc_s{len(self.scopes)}"
+        const_src, kernels, aliases, host = _version(seg.func, _ENTRY, self.seen, ns)
+        self.scopes.append("\n".join([f"namespace {ns} {{  // {c_comment(seg.func.name)}",
+                                      const_src, *[k.text for k in kernels], *aliases,
+                                      _host_block(host), f"}}  // namespace {ns}", ""]))
+        self.callables[id(seg)] = f"{ns}::{_ENTRY}"
+        return self.callables[id(seg)]
+
+    def program(self, prog: Program) -> str:
+        """The function running prog (a segment's entry when it is one)."""
+        direct = _direct_segment(prog)
+        if direct is not None:
+            return self.segment(direct)
+        name = f"program_{self.count}"
+        self.count += 1
+        body = self._steps(prog)  # defines the programs prog calls first
+        self.functions.append("\n".join(
+            [f"int32_t {name}(const DiscRuntime* rt, const DiscBuffer* inputs, "
+             "int32_t num_inputs) {"] + body + ["}", ""]))
+        return f"{_PROGRAMS}::{name}"
+
+    def _steps(self, prog: Program) -> list[str]:
+        slots: dict[Value, int] = {}
+
+        def slot(v: Value) -> int:
+            return slots.setdefault(v, len(slots))
+
+        for a in prog.args:
+            slot(a)
+        lines: list[str] = []
+        for step in prog.steps:
+            if isinstance(step, Segment):
+                lines += self._call(step, slot)
+            else:
+                lines += self._loop(step, slot)
+        for k, r in enumerate(prog.rets):
+            lines.append(f"  if (disc_copy_output(rt, {k}, v[{slot(r)}], "
+                         f"{_esize(r)})) return 1;")
+        head = [f"  if (num_inputs != {len(prog.args)}) return disc_fail(rt, "
+                "DISC_ERROR_INTERNAL, \"expected {0} inputs\", "
+                f"disc_int_text({len(prog.args)}).s, \"\");",
+                f"  DiscBuffer v[{max(len(slots), 1)}];"]
+        head += [f"  v[{slot(a)}] = inputs[{i}];" for i, a in enumerate(prog.args)]
+        return head + lines + ["  return 0;"]
+
+    def _call(self, seg: Segment, slot) -> list[str]:
+        fn = self.segment(seg)
+        ins = ", ".join(f"v[{slot(x)}]" for x in seg.inputs) or "DiscBuffer{}"
+        n_out = max(len(seg.outputs), 1)
+        sizes = ", ".join(_esize(r) for r in seg.outputs) or "0"
+        lines = ["  {", f"    const DiscBuffer in[{max(len(seg.inputs), 1)}] = {{{ins}}};",
+                 f"    DiscBuffer out[{n_out}];",
+                 f"    static const int64_t es[{n_out}] = {{{sizes}}};",
+                 f"    if (disc_call(rt, &{fn}, in, {len(seg.inputs)}, out, "
+                 f"{len(seg.outputs)}, es)) return 1;"]
+        lines += [f"    v[{slot(r)}] = out[{j}];" for j, r in enumerate(seg.outputs)]
+        return lines + ["  }"]
+
+    def _loop(self, loop: Loop, slot) -> list[str]:
+        cond, body = self.program(loop.cond), self.program(loop.body)
+        xs, n = loop.op.operands, len(loop.op.operands)
+        inv = ", ".join(str(int(i)) for i in loop.invariant)
+        lines = ["  {  // while " + c_comment(str(loop.op.attrs.get("node", ""))),
+                 f"    DiscBuffer lv[{n}] = {{{', '.join(f'v[{slot(x)}]' for x in xs)}}};",
+                 f"    static const uint8_t inv[{n}] = {{{inv}}};",
+                 f"    static const int64_t es[{n}] = {{{', '.join(_esize(x) for x in xs)}}};",
+                 f"    if (disc_while(rt, &{cond}, &{body}, lv, {n}, inv, es)) return 1;"]
+        lines += [f"    v[{slot(r)}] = lv[{k}];" for k, r in enumerate(loop.op.results)]
+        return lines + ["  }"]
+
+
+def _esize(v: Value) -> str:
+    return f"int64_t(sizeof({c_type(v.dtype)}))"
+
+
+def _direct_segment(prog: Program) -> Segment | None:
+    if len(prog.steps) != 1 or not isinstance(prog.steps[0], Segment):
+        return None
+    seg = prog.steps[0]
+    if seg.inputs != prog.args or seg.outputs != prog.rets:
+        return None
+    return seg
+
+
+def generate_program(prog: Program) -> str:
+    """One translation unit implementing disc_entry for prog (after the
+    pipeline ran on every segment)."""
+    em = _Emitter()
+    top = em.program(prog)
+    segments = prog.segments()
+    gemm = any(needs_helper(s.func.ops) for s in segments)
+    parts = [f"// Generated by blade_disc_tf.compiler for {c_comment(prog.name)}",
+             PRELUDE_INCLUDE, LOOP_INCLUDE, HOST_HELPERS, abi_guard(), "#include <cstdlib>", ""]
+    parts += [GEMM_HELPER] if gemm else []
+    parts += em.scopes
+    parts.append(_host_block("\n".join([f"namespace {_PROGRAMS} {{", *em.functions,
+                                        f"}}  // namespace {_PROGRAMS}"])))
+    parts.append(_host_block("\n".join([
+        ENTRY_HEAD, f"  return {top}(rt, inputs, num_inputs);", "}", ""])))
+    return "\n".join(parts)
