@@ -34,22 +34,11 @@ import sys
 import tempfile
 from typing import Callable, Dict, List, Tuple
 
+from machine import cpu_line
+
 MODES = ("tf_fp32", "tf_amp_bf16", "tf_fpmath", "ours_fp32", "ours_bf16")
 WORKLOADS = ("B", "C", "cnn")
 FLAGS = ("avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "avx512_fp16")
-
-
-def cpu_line() -> str:
-    name, flags = "unknown", set()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name") and name == "unknown":
-                name = line.partition(":")[2].strip()
-            elif line.startswith("flags"):
-                flags = set(line.partition(":")[2].split())
-                break
-    have = " ".join(f for f in FLAGS if f in flags) or "none of " + " ".join(FLAGS)
-    return f"{name}; {os.cpu_count()} CPUs; flags: {have}"
 
 
 def model_and_requests(workload: str, layers: int, quick: bool) -> Tuple[Callable, list]:
@@ -134,7 +123,7 @@ def main() -> int:
 
     from timing import print_table
 
-    print(cpu_line())
+    print(cpu_line(FLAGS))
     results: Dict[str, dict] = {}
     here = os.path.dirname(os.path.abspath(__file__))
     modes_run: List[str] = ["tf_fp32"] + [m for m in args.modes if m != "tf_fp32"]

@@ -75,9 +75,11 @@ def lower_graph(g: GraphModel, inputs: list[dict], library: dict | None = None) 
     return lower_with_env(g, inputs, library)[0]
 
 
-def lower_with_env(g: GraphModel, inputs: list[dict], library: dict | None = None
-                   ) -> tuple[Func, ShapeEnv]:
-    """lower_graph, and the ShapeEnv that holds what it proved about dims."""
+def lower_with_env(g: GraphModel, inputs: list[dict], library: dict | None = None,
+                   arg_dims: list[list] | None = None) -> tuple[Func, ShapeEnv]:
+    """lower_graph, and the ShapeEnv that holds what it proved about dims.
+    arg_dims (a loop's cond and body, ops/control_flow.py): per argument,
+    per dim an int (static) or a key; dims with one key share one symbol."""
     if len(inputs) != len(g.arg_names):
         raise CompileError(f"signature has {len(inputs)} inputs, function "
                            f"{len(g.arg_names)} args")
@@ -87,11 +89,17 @@ def lower_with_env(g: GraphModel, inputs: list[dict], library: dict | None = Non
     args: list[Value] = []
     env_vals: dict[tuple[str, int], Value] = {}
     const_args: list = []
+    shared: dict = {}  # arg_dims key -> its symbol
     for i, spec in enumerate(inputs):
         dt = dtypes.from_tf(spec["dtype"])
         rank = int(spec["rank"])
         static = g.static_dims[i] if i < len(g.static_dims) else None
-        arg = Value(f"arg{i}", TensorType(dt, _arg_dims(env, rank, static)))
+        if arg_dims is not None:
+            shape = tuple(str(d) if isinstance(d, int) else shared.setdefault(d, env.fresh())
+                          for d in arg_dims[i])
+        else:
+            shape = _arg_dims(env, rank, static)
+        arg = Value(f"arg{i}", TensorType(dt, shape))
         namer.taken.add(arg.name)
         args.append(arg)
         env_vals[(f"{ARG}:{i}", 0)] = arg

@@ -19,6 +19,9 @@ from .tensor_list import UNKNOWN, PendingList, materialize
 
 # TF dtypes a loop variable cannot have in a compiled loop.
 _DT_RESOURCE = 20
+# Lowerings of a body whose kept dims are not settled yet (each round drops
+# at least one dim).
+MAX_BODY_ROUNDS = 4
 
 
 def _reachable(g):
@@ -86,6 +89,48 @@ def _result_type(b, x: Value, arg: Value, ret: Value, env) -> TensorType:
     return TensorType(x.dtype, shape)
 
 
+def _templates(b, xs: list, keep: list[list[bool]]) -> list[list]:
+    """The body's argument dims: where kept, the operand's (static, or a key
+    shared by operand dims known equal), else a key of its own."""
+    out = []
+    for k, (x, kk) in enumerate(zip(xs, keep)):
+        dims = []
+        for j, (d, kept) in enumerate(zip(x.shape, kk)):
+            if kept and d != UNKNOWN:
+                c = b.env.canon(d)
+                dims.append(int(c) if is_static(c) else ("dim", c))
+            else:
+                dims.append(("own", k, j))
+        out.append(dims)
+    return out
+
+
+def _lower_body(b, node, xs: list, specs: list[dict]):
+    """(body, its ShapeEnv, the argument dims used): the body lowered with
+    the operands' dims (static ones, and equal ones shared) wherever it
+    keeps them, so that loop bodies see what straight-line code would;
+    a dim the body changes is dropped and the body lowered again."""
+    from ..frontend.lower import lower_with_env
+    g = _nested(b, node, "body")
+    keep = [[True] * x.type.rank for x in xs]
+    for _ in range(MAX_BODY_ROUNDS):
+        dims = _templates(b, xs, keep)
+        body, env = lower_with_env(g, specs, b.library, dims)
+        changed = False
+        for k, (a, r) in enumerate(zip(body.args, body.rets)):
+            if len(r.shape) != len(a.shape):
+                return body, env, dims  # reported by the caller
+            for j, (ad, rd) in enumerate(zip(a.shape, r.shape)):
+                if keep[k][j] and r is not a and not env.known_equal(ad, rd):
+                    keep[k][j] = False
+                    changed = True
+        if not changed:
+            return body, env, dims
+    dims = _templates(b, xs, [[False] * x.type.rank for x in xs])
+    body, env = lower_with_env(g, specs, b.library, dims)
+    return body, env, dims
+
+
 def lower_while(b, node, xs):
     from ..frontend.lower import lower_with_env
     for i, t in enumerate(node.attrs.get("T") or []):
@@ -93,8 +138,8 @@ def lower_while(b, node, xs):
             raise Unsupported(f"node '{node.name}' ({node.op}): loop variable {i} is a "
                               "resource")
     specs = [{"dtype": x.dtype.tf_enum, "rank": x.type.rank} for x in xs]
-    body, env = lower_with_env(_nested(b, node, "body"), specs, b.library)
-    cond, _ = lower_with_env(_nested(b, node, "cond"), specs, b.library)
+    body, env, dims = _lower_body(b, node, xs, specs)
+    cond, _ = lower_with_env(_nested(b, node, "cond"), specs, b.library, dims)
     if len(cond.rets) != 1 or not cond.rets[0].dtype.is_bool or cond.rets[0].type.rank:
         raise Unsupported(f"node '{node.name}' ({node.op}): cond must return a bool scalar")
     if len(body.rets) != len(xs):
