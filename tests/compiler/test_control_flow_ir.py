@@ -6,7 +6,8 @@ import pytest
 from blade_disc_tf.compiler.ir import parse_func, print_func, verify
 from blade_disc_tf.compiler.ir.verifier import VerifyError
 from blade_disc_tf.compiler.passes.pipeline import run_pipeline, standard_passes
-from blade_disc_tf.compiler.passes.program import Loop, Segment, map_segments, split_program
+from blade_disc_tf.compiler.passes.program import (CARRIED, INVARIANT, Loop, Segment,
+                                                   map_segments, split_program)
 
 LOOP = """\
 func @f(%arg0: f32[s0,s1], %arg1: i32[]) {
@@ -63,7 +64,7 @@ def test_split_into_segments_and_loop():
     # the constant loop operand is a buffer: the segment returns it
     assert [v.name for v in pre.outputs] == ["v0", "v1"]
     # the body returns %arg2 unchanged: an invariant it does not return
-    assert loop.invariant == [False, False, True]
+    assert loop.modes == [CARRIED, CARRIED, INVARIANT]
     assert len(loop.body.rets) == 2
     # every later segment sees the program's arguments and the loop's results
     assert [v.name for v in post.inputs] == ["arg0", "arg1", "v2", "v3", "v4"]
@@ -78,3 +79,50 @@ def test_pipeline_runs_on_every_segment():
         verify(seg.func)
         assert all(op.name in ("fusion", "constant", "dims_tensor", "stitch")
                    for op in seg.func.ops), print_func(seg.func)
+
+
+LIST_LOOP = """\
+func @f(%arg0: f32[s0,s1], %arg1: i32[]) {
+  %v0 = constant() {"value": [0]} : i32[]
+  %v1, %v2, %v3 = while(%v0, %arg0, %arg1) {"node": "w"} : i32[], f32[s0,s1], i32[] (
+    func @cond(%arg0: i32[], %arg1: f32[s0,s1], %arg2: i32[]) {
+      %v0 = compare(%arg0, %arg2) {"direction": "LT"} : i1[]
+      return(%v0)
+    }
+    func @body(%arg0: i32[], %arg1: f32[s0,s1], %arg2: i32[]) {
+      %v0 = constant() {"value": [1]} : i32[]
+      %v1 = add(%arg0, %v0) : i32[]
+      %v2 = constant() {"value": [2.0]} : f32[]
+      %v3 = broadcast_in_dim(%v2) {"broadcast_dimensions": []} : f32[s1]
+      %v4 = list_set(%arg1, %arg0, %v3) : f32[s0,s1]
+      return(%v1, %v4, %arg2)
+    }
+  )
+  return(%v2)
+}
+"""
+
+
+def test_list_set_of_a_loop_variable_is_in_place():
+    from blade_disc_tf.compiler.passes.program import IN_PLACE
+    (_, loop) = split_program(verify(parse_func(LIST_LOOP))).steps
+    assert loop.modes == [CARRIED, IN_PLACE, INVARIANT]
+    (seg,) = loop.body.steps
+    # the body returns the counter, then the row's index and item
+    assert [v.name for v in seg.outputs] == ["v1", "v5", "v3"]
+    assert seg.func.ops[-1].name == "copy" and seg.func.ops[-1].operands[0].name == "arg0"
+    assert not any(op.name == "list_set" for op in seg.func.ops)
+
+
+def test_list_set_read_elsewhere_stays_a_value():
+    text = LIST_LOOP.replace("return(%v1, %v4, %arg2)",
+                             "%v5 = negate(%arg1) : f32[s0,s1]\n      return(%v1, %v4, %arg2)")
+    (_, loop) = split_program(verify(parse_func(text))).steps
+    assert loop.modes == [CARRIED, CARRIED, INVARIANT]
+
+
+def test_expand_list_sets_makes_a_select():
+    from blade_disc_tf.compiler.passes.list_sets import expand_list_sets
+    body = verify(parse_func(LIST_LOOP)).ops[1].funcs[1]
+    out = verify(expand_list_sets(body))
+    assert [op.name for op in out.ops if op.name in ("list_set", "select")] == ["select"]

@@ -15,7 +15,7 @@ import dataclasses
 from ..ir.core import Value
 from ..passes.program import Loop, Program, Segment
 from .c_types import c_type
-from .cstr import c_comment
+from .cstr import c_comment, c_string
 from .gemm import HELPER as GEMM_HELPER, needs_helper
 from .host import ENTRY_HEAD
 from .host_checks import HOST_HELPERS
@@ -104,12 +104,15 @@ class _Emitter:
     def _loop(self, loop: Loop, slot) -> list[str]:
         cond, body = self.program(loop.cond), self.program(loop.body)
         xs, n = loop.op.operands, len(loop.op.operands)
-        inv = ", ".join(str(int(i)) for i in loop.invariant)
+        modes = ", ".join(str(m) for m in loop.modes)
+        var, shape = loop.op.attrs.get("unset_list", [-1, ""])
+        unset = f"{var}, {c_string(shape)}"
         lines = ["  {  // while " + c_comment(str(loop.op.attrs.get("node", ""))),
                  f"    DiscBuffer lv[{n}] = {{{', '.join(f'v[{slot(x)}]' for x in xs)}}};",
-                 f"    static const uint8_t inv[{n}] = {{{inv}}};",
+                 f"    static const uint8_t modes[{n}] = {{{modes}}};",
                  f"    static const int64_t es[{n}] = {{{', '.join(_esize(x) for x in xs)}}};",
-                 f"    if (disc_while(rt, &{cond}, &{body}, lv, {n}, inv, es)) return 1;"]
+                 f"    if (disc_while(rt, &{cond}, &{body}, lv, {n}, modes, es, {unset})) "
+                 "return 1;"]
         lines += [f"    v[{slot(r)}] = lv[{k}];" for k, r in enumerate(loop.op.results)]
         return lines + ["  }"]
 

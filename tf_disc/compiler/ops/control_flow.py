@@ -153,7 +153,14 @@ def lower_while(b, node, xs):
                 if isinstance(x, PendingList) else x for k, x in enumerate(xs)]
     results = [Value(b.namer(), _result_type(b, x, a, r, env))
                for x, a, r in zip(operands, body.args, body.rets)]
-    b.ops.append(Op("while", operands, results, {"node": node.name}, funcs=[cond, body]))
+    op = Op("while", operands, results, {"node": node.name}, funcs=[cond, body])
+    b.ops.append(op)
+    for k, (x, r) in enumerate(zip(xs, results)):
+        if isinstance(x, PendingList) and (x.elem is None or UNKNOWN in x.elem):
+            # TF knows this list's element shape only once a row is set: a
+            # loop that sets none leaves a list TensorListStack refuses.
+            shape = "<unknown>" if x.elem is None else "[" + ",".join(x.elem) + "]"
+            b.unset_lists[r] = (op, [k, shape])
     return results
 
 

@@ -104,6 +104,9 @@ def lower_from_tensor(b, node, xs):
 
 def lower_stack(b, node, xs):
     lst = materialize(b, xs[0])
+    if lst in b.unset_lists:  # the loop fails when it sets no row (runtime/.../disc_loop.h)
+        loop, which = b.unset_lists[lst]
+        loop.attrs["unset_list"] = which
     n = node.attrs.get("num_elements", -1)
     if n not in (-1, None) and not b.env.known_equal(lst.shape[0], str(n)):
         b.ops.append(Op("assert_dim_eq", [], [], {
@@ -148,12 +151,8 @@ def lower_set_item(b, node, xs):
     lst = _with_item(b, node, lst, item, "Tried to set a tensor with incompatible shape at a "
                      "list index. Item element shape: {0} list shape: {1}")
     _element_index_check(b, lst, index)
-    shape = lst.shape
-    rows = b.emit("iota", [], index.dtype, shape, dimension=0)
-    at = b.elementwise("compare", rows, b.broadcast_to(index, shape), direction="EQ")
-    spread = b.emit("broadcast_in_dim", [b.reshape_to(item, shape[1:])], item.dtype, shape,
-                    broadcast_dimensions=list(range(1, len(shape))))
-    return [b.elementwise("select", at, spread, lst, dtype=lst.dtype)]
+    return [b.emit("list_set", [lst, index, b.reshape_to(item, lst.shape[1:])], lst.dtype,
+                   lst.shape)]
 
 
 def lower_push_back(b, node, xs):

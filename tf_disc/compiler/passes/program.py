@@ -12,14 +12,19 @@ program return.  Constants and host dims tensors an earlier segment
 defines are recomputed (copied) instead of passed.  A loop variable the
 body returns unchanged is an invariant: the body does not return it and
 the loop reuses the caller's buffer (weights are never copied per step).
+A TensorList the body only sets one row of (`list_set` of the variable,
+nothing else reading it) is updated in place: the body returns that row's
+index and item instead, and the loop writes the row into its own copy of
+the list (runtime/cpu/prelude/disc_loop.h).
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Callable, Union
 
 from ..ir.control import loop_funcs
-from ..ir.core import Func, Op, Value
+from ..ir.core import Func, Namer, Op, Value
 from ..ir.opset import spec
 
 _RECOMPUTED = ("constant", "dims_tensor")
@@ -32,12 +37,17 @@ class Segment:
     outputs: list[Value]   # the caller's values func.rets define, in order
 
 
+# How a loop carries each variable (disc_loop.h's DISC_LOOP_* values).
+CARRIED, INVARIANT, IN_PLACE = 0, 1, 2
+
+
 @dataclasses.dataclass
 class Loop:
     op: Op                 # the `while` op (operands and results: the caller's)
     cond: "Program"
-    body: "Program"        # returns the loop variables that are not invariant
-    invariant: list[bool]  # per loop variable
+    # returns the CARRIED variables in order, then (index, item) per IN_PLACE one
+    body: "Program"
+    modes: list[int]       # per loop variable
 
 
 @dataclasses.dataclass
@@ -135,12 +145,38 @@ def _segment(name: str, chunk: list[Op], always: list[Value], later: set[Value],
     return Segment(func, list(inputs), list(outputs))
 
 
+def _in_place(body: Func) -> dict[int, Op]:
+    """Loop variable -> the list_set the body returns for it, where nothing
+    else in the body reads the variable or the set list."""
+    producer = {r: o for o in body.ops for r in o.results}
+    uses = collections.Counter(v for o in body.ops for v in o.operands)
+    uses.update(body.rets)
+    out = {}
+    for k, (a, r) in enumerate(zip(body.args, body.rets)):
+        o = producer.get(r)
+        if o is not None and o.name == "list_set" and o.operands[0] is a and \
+                uses[a] == 1 and uses[r] == 1:
+            out[k] = o
+    return out
+
+
 def _loop(op: Op) -> Loop:
     cond, body = loop_funcs(op)
-    invariant = [r is a for r, a in zip(body.rets, body.args)]
-    kept = [r for r, inv in zip(body.rets, invariant) if not inv]
-    return Loop(op, split_program(cond),
-                split_program(dataclasses.replace(body, rets=kept)), invariant)
+    sets = _in_place(body)
+    modes = [IN_PLACE if k in sets else INVARIANT if r is a else CARRIED
+             for k, (r, a) in enumerate(zip(body.rets, body.args))]
+    rets = [r for r, m in zip(body.rets, modes) if m == CARRIED]
+    ops = [o for o in body.ops if o not in sets.values()]
+    namer = Namer.for_func(body)
+    for k in sorted(sets):
+        for v in sets[k].operands[1:]:  # the row's index and item
+            if v in body.args:  # computed, so the body's one segment returns it
+                copy = Value(namer(), v.type)
+                ops.append(Op("copy", [v], [copy]))
+                v = copy
+            rets.append(v)
+    body = dataclasses.replace(body, ops=ops, rets=rets)
+    return Loop(op, split_program(cond), split_program(body), modes)
 
 
 def map_segments(program: Program, fn: Callable[[Func], Func]) -> Program:
