@@ -9,15 +9,20 @@ from blade_disc_tf.compiler.passes.pipeline import run_pipeline, standard_passes
 from blade_disc_tf.compiler.passes.program import (CARRIED, INVARIANT, Loop, Segment,
                                                    map_segments, split_program)
 
+# counter < limit: the cond of every loop here
+COND = """\
+    func @cond(%arg0: i32[], %arg1: f32[s0,s1], %arg2: i32[]) {
+      %v0 = compare(%arg0, %arg2) {"direction": "LT"} : i1[]
+      return(%v0)
+    }
+"""
+
 LOOP = """\
 func @f(%arg0: f32[s0,s1], %arg1: i32[]) {
   %v0 = constant() {"value": [0]} : i32[]
   %v1 = exponential(%arg0) : f32[s0,s1]
   %v2, %v3, %v4 = while(%v0, %v1, %arg1) {"node": "w"} : i32[], f32[s2,s1], i32[] (
-    func @cond(%arg0: i32[], %arg1: f32[s0,s1], %arg2: i32[]) {
-      %v0 = compare(%arg0, %arg2) {"direction": "LT"} : i1[]
-      return(%v0)
-    }
+""" + COND + """\
     func @body(%arg0: i32[], %arg1: f32[s0,s1], %arg2: i32[]) {
       %v0 = constant() {"value": [1]} : i32[]
       %v1 = add(%arg0, %v0) : i32[]
@@ -85,10 +90,7 @@ LIST_LOOP = """\
 func @f(%arg0: f32[s0,s1], %arg1: i32[]) {
   %v0 = constant() {"value": [0]} : i32[]
   %v1, %v2, %v3 = while(%v0, %arg0, %arg1) {"node": "w"} : i32[], f32[s0,s1], i32[] (
-    func @cond(%arg0: i32[], %arg1: f32[s0,s1], %arg2: i32[]) {
-      %v0 = compare(%arg0, %arg2) {"direction": "LT"} : i1[]
-      return(%v0)
-    }
+""" + COND + """\
     func @body(%arg0: i32[], %arg1: f32[s0,s1], %arg2: i32[]) {
       %v0 = constant() {"value": [1]} : i32[]
       %v1 = add(%arg0, %v0) : i32[]
