@@ -36,11 +36,17 @@ FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_tile")
 
 
 def make_model(cell: str, vocab: int, embed: int, units: int):
+    """Embedding -> RNN -> Dense(16); "stacked": Bidirectional(LSTM) returning
+    sequences, then a GRU (three loops, TensorLists written every step)."""
     import keras
     keras.utils.set_random_seed(0)
-    layer = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}[cell]
+    if cell == "stacked":
+        rnn = [keras.layers.Bidirectional(keras.layers.LSTM(units, return_sequences=True)),
+               keras.layers.GRU(units)]
+    else:
+        rnn = [{"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}[cell](units)]
     return keras.Sequential([keras.layers.Input((None,), dtype="int32"),
-                             keras.layers.Embedding(vocab, embed), layer(units),
+                             keras.layers.Embedding(vocab, embed), *rnn,
                              keras.layers.Dense(16)])
 
 
@@ -160,7 +166,7 @@ def bench(cell: str, args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", default="lstm,gru")
+    parser.add_argument("--models", default="lstm,gru,stacked")
     parser.add_argument("--vocab", type=int, default=1000)
     parser.add_argument("--embed", type=int, default=64)
     parser.add_argument("--units", type=int, default=128)
@@ -169,7 +175,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"CPU: {cpu_line(FLAGS)}; TF {tf.__version__}")
     rows = [bench(cell, args) for cell in args.models.split(",")]
-    print_table(f"Keras Embedding({args.vocab},{args.embed}) -> RNN({args.units}) -> Dense(16), "
+    print_table(f"Keras Embedding({args.vocab},{args.embed}) -> RNN({args.units}) -> Dense(16) "
+                f"(stacked: BiLSTM -> GRU), "
                 f"{args.requests} requests (batch 1-8, seq 1 and 5-128), seconds/ms per pass, "
                 f"ratios stock/ours", rows)
     print("steady medians over", args.repeats, "interleaved passes;",

@@ -127,3 +127,21 @@ def test_stateful_body_stays_in_tf_and_is_explained(disc):
     np.testing.assert_allclose(f(np.zeros(3, np.float32), 4).numpy(), np.full(3, 8.0))
     text = str(disc.explain(f, np.zeros(3, np.float32), 4))
     assert "RandomUniform is stateful" in text, text
+
+
+def test_data_dependent_element_shape_stays_in_tf_and_is_explained(disc):
+    def fn(x, n):
+        def body(i, lst):
+            # the element shape is the loop counter's value: known only at run time
+            shape = tf.stack([i + 1])
+            empty = tf.raw_ops.TensorListReserve(element_shape=shape, num_elements=1,
+                                                 element_dtype=tf.float32)
+            return i + 1, lst + tf.raw_ops.TensorListLength(input_handle=empty)
+
+        return tf.while_loop(lambda i, s: i < n, body, [0, tf.size(x)])[1]
+
+    f = tf.function(fn, input_signature=[tf.TensorSpec([None], tf.float32),
+                                         tf.TensorSpec([], tf.int32)])
+    assert int(f(np.zeros(3, np.float32), 4)) == 3 + 4  # runs in TF
+    text = str(disc.explain(f, np.zeros(3, np.float32), 4))
+    assert "TensorListReserve with a data-dependent element shape" in text, text

@@ -19,7 +19,7 @@ def test_keras_rnn_prints_table(tmp_path):
     out = proc.stdout
     assert out.startswith("CPU: "), out
     rows = table_rows(out, "Keras Embedding(")
-    for model in ("lstm", "gru"):
+    for model in ("lstm", "gru", "stacked"):
         row = rows[model]
         assert row["compiles"] == "1" and row["launches"] == "1", out
         assert row["coverage"] == "100.0%" and row["left_in_tf"] == "none", out

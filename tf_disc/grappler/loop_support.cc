@@ -112,8 +112,12 @@ std::string CheckLoop(const NodeDef& node, const FunctionLookup& lookup,
   return why;
 }
 
+// The op of the node a FunctionDef input reference names ("" for an arg).
+using ProducerOps = std::unordered_map<std::string, std::string>;
+
 std::string CheckNode(const NodeDef& n, const std::set<std::string>& readable,
-                      const FunctionLookup& lookup, const SupportTable& table, int depth) {
+                      const ProducerOps& producers, const FunctionLookup& lookup,
+                      const SupportTable& table, int depth) {
   const std::string& op = n.op();
   if (op == "NoOp") return "";
   if (op == "ReadVariableOp") {
@@ -139,15 +143,26 @@ std::string CheckNode(const NodeDef& n, const std::set<std::string>& readable,
   if (lists && (op == "Identity" || op == "IdentityN")) return "";
   if (!table.HasOp(op)) return op;
   std::string refused;
-  if (table.Match(n, *op_def, &refused) == nullptr) return op + " with " + refused;
+  const OpSupport* support = table.Match(n, *op_def, &refused);
+  if (support == nullptr) return op + " with " + refused;
+  if (lists) {  // a list's element shape must be known when the loop is compiled
+    for (int i : support->const_inputs) {
+      auto it = i < n.input_size() ? producers.find(RefNode(n.input(i))) : producers.end();
+      if (it == producers.end() || it->second != "Const") {
+        return op + " with a data-dependent element shape (input " + std::to_string(i) + ")";
+      }
+    }
+  }
   return "";
 }
 
 std::string CheckFunction(const FunctionDef& f, const std::set<std::string>& readable,
                           const FunctionLookup& lookup, const SupportTable& table,
                           int depth) {
+  ProducerOps producers;
+  for (const NodeDef& n : f.node_def()) producers[n.name()] = n.op();
   for (const NodeDef& n : f.node_def()) {
-    std::string why = CheckNode(n, readable, lookup, table, depth);
+    std::string why = CheckNode(n, readable, producers, lookup, table, depth);
     if (!why.empty()) return f.signature().name() + ": " + why + " (node " + n.name() + ")";
   }
   return "";
