@@ -142,8 +142,11 @@ def test_list_index_out_of_range_is_invalid_argument(compiler):
                                                       tf.TensorSpec([], tf.int32)])
     x = np.ones(3, np.float32)
     _check(exe, dt, _list_out_of_range, [x, np.int32(2)])
-    with pytest.raises(DiscError, match="not in"):
+    with pytest.raises(DiscError, match="Trying to modify element 2 in a list with 2 elements"):
         exe([x, np.int32(3)], dt)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="Trying to modify element 2 in a list with 2 elements"):
+        tf.function(_list_out_of_range)(tf.constant(x), tf.constant(3))
 
 
 def _push(x, n):

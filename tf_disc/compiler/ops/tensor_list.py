@@ -116,13 +116,6 @@ def lower_stack(b, node, xs):
     return [lst]
 
 
-def _element_index_check(b, lst, index) -> None:
-    """TF's range check of a list index, as a gather of the element numbers
-    (kept by dce: a gather can fail)."""
-    numbers = b.emit("iota", [], index.dtype, (lst.shape[0],), dimension=0)
-    b.emit("gather", [numbers, index], index.dtype, (), axis=0)
-
-
 def lower_get_item(b, node, xs):
     lst, index = materialize(b, xs[0]), xs[1]
     if index.type.rank != 0:
@@ -150,7 +143,6 @@ def lower_set_item(b, node, xs):
         raise ShapeError(f"node '{node.name}' (TensorListSetItem): index must be a scalar")
     lst = _with_item(b, node, lst, item, "Tried to set a tensor with incompatible shape at a "
                      "list index. Item element shape: {0} list shape: {1}")
-    _element_index_check(b, lst, index)
     return [b.emit("list_set", [lst, index, b.reshape_to(item, lst.shape[1:])], lst.dtype,
                    lst.shape)]
 

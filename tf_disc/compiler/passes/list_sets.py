@@ -1,7 +1,9 @@
 """Expands `list_set` (a TensorListSetItem, ops/tensor_list.py) that no
 loop updates in place into elementwise IR: every row of the list, the item
-where the row number is the index.  Runs first in the pipeline; a loop body
-whose list is updated in place has none left (passes/program.py)."""
+where the row number is the index, after TF's range check of the index (a
+gather of the row numbers: it fails as TF does, and dce keeps it).  Runs
+first in the pipeline; a loop body whose list is updated in place has none
+left (passes/program.py; the loop checks the index itself)."""
 from __future__ import annotations
 
 from ..dtypes import BOOL
@@ -26,6 +28,8 @@ def expand_list_sets(func: Func) -> Func:
             continue
         lst, index, item = op.operands
         shape = lst.shape
+        numbers = emit("iota", [], TensorType(index.dtype, shape[:1]), dimension=0)
+        emit("gather", [numbers, index], TensorType(index.dtype, ()), axis=0)
         rows = emit("iota", [], TensorType(index.dtype, shape), dimension=0)
         at = emit("broadcast_in_dim", [index], TensorType(index.dtype, shape),
                   broadcast_dimensions=[])
