@@ -128,3 +128,46 @@ def test_expand_list_sets_makes_a_select():
     body = verify(parse_func(LIST_LOOP)).ops[1].funcs[1]
     out = verify(expand_list_sets(body))
     assert [op.name for op in out.ops if op.name in ("list_set", "select")] == ["select"]
+
+
+RNN_LOOP = """\
+func @f(%arg0: f32[s0,s1,4], %arg1: f32[4,6], %arg2: f32[s1,6]) {
+  %v0 = constant() {"value": [0]} : i32[]
+  %v1, %v2, %v3, %v4 = while(%v0, %arg0, %arg1, %arg2) {"node": "w"} : i32[], f32[s0,s1,4], f32[4,6], f32[s1,6] (
+    func @cond(%arg0: i32[], %arg1: f32[s0,s1,4], %arg2: f32[4,6], %arg3: f32[s1,6]) {
+      %v0 = constant() {"value": [3]} : i32[]
+      %v1 = compare(%arg0, %v0) {"direction": "LT"} : i1[]
+      return(%v1)
+    }
+    func @body(%arg0: i32[], %arg1: f32[s0,s1,4], %arg2: f32[4,6], %arg3: f32[s1,6]) {
+      %v0 = gather(%arg1, %arg0) {"axis": 0} : f32[s1,4]
+      %v1 = dot(%v0, %arg2) {"batch_lhs": [], "batch_rhs": [], "lhs_contract": [1], "lhs_free": [0], "rhs_contract": [0], "rhs_free": [1]} : f32[s1,6]
+      %v2 = add(%v1, %arg3) : f32[s1,6]
+      %v3 = constant() {"value": [1]} : i32[]
+      %v4 = add(%arg0, %v3) : i32[]
+      return(%v4, %arg1, %arg2, %v2)
+    }
+  )
+  return(%v4)
+}
+"""
+
+
+def test_input_projection_is_hoisted_out_of_the_loop():
+    from blade_disc_tf.compiler.passes.hoist_loop_gemm import hoist_loop_gemms
+    f = verify(parse_func(RNN_LOOP))
+    out = verify(hoist_loop_gemms(f))
+    pre, loop = out.ops[-2], out.ops[-1]
+    assert pre.name == "dot" and pre.attrs["lhs_free"] == [0, 1] and pre.result.shape == \
+        ("s0", "s1", "6")
+    assert loop.operands[-1] is pre.result and len(loop.results) == 5
+    body = loop.funcs[1]
+    assert [op.name for op in body.ops if op.name in ("dot", "gather")] == ["gather"]
+    assert body.rets[-1] is body.args[-1]  # the projection is an invariant
+    # a weight the loop changes stays in the body
+    changed = RNN_LOOP.replace("%v2 = add(%v1, %arg3) : f32[s1,6]",
+                               "%v2 = add(%v1, %arg3) : f32[s1,6]\n"
+                               "      %v9 = negate(%arg2) : f32[4,6]").replace(
+        "return(%v4, %arg1, %arg2, %v2)", "return(%v4, %arg1, %v9, %v2)")
+    g = verify(parse_func(changed))
+    assert hoist_loop_gemms(g) is g

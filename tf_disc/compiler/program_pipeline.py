@@ -1,5 +1,6 @@
 """The pipeline for a function with loops: verify it whole (nested cond and
-body included), split it into a Program (passes/program.py) and run the
+body included), hoist the loops' input projections (passes/hoist_loop_gemm.py),
+split it into a Program (passes/program.py) and run the
 target's pass pipeline on every segment, so that loop bodies get the same
 fusion as straight-line code."""
 from __future__ import annotations
@@ -11,6 +12,7 @@ from .ir.core import Func
 from .ir.printer import print_func
 from .ir.verifier import verify
 from .passes.fast_math import apply_fast_math
+from .passes.hoist_loop_gemm import hoist_loop_gemms
 from .passes.pipeline import run_pipeline
 from .passes.program import Program, map_segments, split_program
 from .target import Target
@@ -19,7 +21,7 @@ from .target import Target
 def lower_program(func: Func, dump_dir: str | None, fast_math: str, target: Target) -> Program:
     """func (IR with `while` ops) -> its Program after the pipeline; dumps
     the whole function and each segment's passes (dump_dir/<segment>/)."""
-    verify(func)
+    func = verify(hoist_loop_gemms(verify(func)))
     if dump_dir:
         with open(os.path.join(dump_dir, "ir_control_flow.mlir"), "w") as f:
             f.write(print_func(func))
