@@ -170,3 +170,32 @@ def test_push_back_and_length(compiler):
     rng = np.random.default_rng(4)
     for rows, n in [(2, 4), (1, 1), (3, 0), (0, 2)]:
         _check(exe, dt, _push, [rng.standard_normal((rows, 3)).astype(np.float32), np.int32(n)])
+
+
+def test_program_split_into_units_builds_and_runs(compiler, monkeypatch, tmp_path):
+    """A program's segments spread over two translation units (built in
+    parallel, linked) run as the one-unit library does."""
+    from blade_disc_tf.compiler import service
+    monkeypatch.setattr(service, "parallel_units", lambda cpus, runnable: 2)
+    monkeypatch.setattr(service, "_runnable_tasks", lambda: 1)
+    units, feat = 8, 5
+    specs = [tf.TensorSpec([None, None, feat], F), tf.TensorSpec([feat, units], F),
+             tf.TensorSpec([units, units], F), tf.TensorSpec([units], F)]
+    concrete = tf.function(_rnn).get_concrete_function(*specs)
+    data = with_nested_functions(concrete.function_def, concrete.graph.as_graph_def().library)
+    req = {"function": "rnn_units", "key": "k", "inputs": [
+        {"dtype": t.dtype.as_datatype_enum, "rank": t.shape.rank} for t in concrete.inputs]}
+    single, sources = service.compile_to_units(req, data, units=2)
+    assert len(sources) == 2 and "disc_entry" in sources[0] and "disc_entry" not in sources[1]
+    from blade_disc_tf.compiler.options import CompileOptions
+    reply = compile_request(req, data, CompileOptions(cache_dir=str(tmp_path / "c")))
+    assert reply["ok"], reply
+    exe = Executable(reply["path"])
+    dt = [t.dtype.as_numpy_dtype for t in concrete.outputs]
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((feat, units)).astype(np.float32) * 0.3
+    u = rng.standard_normal((units, units)).astype(np.float32) * 0.3
+    b = rng.standard_normal(units).astype(np.float32)
+    for batch, steps in [(2, 5), (3, 9)]:
+        x = rng.standard_normal((batch, steps, feat)).astype(np.float32)
+        _check(exe, dt, _rnn, [x, w, u, b], tol=1e-4)

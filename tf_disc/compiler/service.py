@@ -75,8 +75,7 @@ def compile_to_units(request: dict, fdef: bytes, dump_dir: str | None = None,
     target = target or get_target()
     lowered = _lower(request, fdef, dump_dir, fast_math, target)
     if isinstance(lowered, Program):
-        single = target.generate_program(lowered)
-        sources = [single]
+        single, sources = target.generate_program(lowered, units)
     else:
         single, sources = target.generate(lowered, units)
     if dump_dir:

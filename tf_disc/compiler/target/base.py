@@ -34,9 +34,9 @@ class Target(abc.ABC):
         sources built in parallel) for `func` after passes().  The first
         names the library in the disk cache."""
 
-    def generate_program(self, program) -> str:
-        """The library (one source) for a Program (passes/program.py: a
-        function with loops) after passes() ran on every segment."""
+    def generate_program(self, program, units: int = 1) -> tuple[str, list[str]]:
+        """As generate(), for a Program (passes/program.py: a function with
+        loops) after passes() ran on every segment."""
         raise Unsupported(f"target {self.name} cannot run control flow")
 
     @abc.abstractmethod

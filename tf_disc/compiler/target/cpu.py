@@ -35,9 +35,9 @@ class CpuTarget(Target):
     def generate(self, func: Func, units: int) -> tuple[str, list[str]]:
         return generate_library(func, units)
 
-    def generate_program(self, program) -> str:
+    def generate_program(self, program, units: int = 1) -> tuple[str, list[str]]:
         from ..codegen.program import generate_program
-        return generate_program(program)
+        return generate_program(program, units)
 
     def build_flags(self, request: dict, options: CompileOptions) -> tuple[str, ...]:
         """The request's ISA tier (the op library's choice), else the
