@@ -11,6 +11,8 @@ element dims (ops/tensor_list.py PendingList) takes them from the loop
 variable whose dims the body proved equal (Keras: the state's batch)."""
 from __future__ import annotations
 
+import dataclasses
+
 from ..errors import Unsupported
 from ..ir.core import Op, TensorType, Value
 from ..shapes.symbolic import is_static, parse_dim
@@ -27,7 +29,6 @@ MAX_BODY_ROUNDS = 4
 def _reachable(g):
     """g without the nodes no return value depends on (NoOps, the control
     edges of Keras' loop bodies)."""
-    import dataclasses
     by_name = {n.name: n for n in g.nodes}
     live, stack = set(), [src for src, _ in g.rets]
     while stack:
