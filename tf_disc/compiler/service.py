@@ -16,11 +16,14 @@ from .build import request_index
 from .build.cache import build, usable_cache_dir
 from .errors import CompileError
 from .frontend import lower_graph, parse_function_def
+from .frontend.functions import nested_functions
 from .frontend.graph import to_pbtxt
 from .ir.core import Func
 from .options import CompileOptions
 from .passes.fast_math import apply_fast_math
 from .passes.pipeline import run_pipeline
+from .passes.program import Program, has_control_flow
+from .program_pipeline import lower_program
 from .target import Target, get_target
 
 log = logging.getLogger("blade_disc_tf.compiler")
@@ -41,13 +44,16 @@ def _dump_dir(options: CompileOptions, request: dict) -> str | None:
 
 
 def _lower(request: dict, fdef: bytes, dump_dir: str | None, fast_math: str,
-           target: Target) -> Func:
-    """FunctionDef + signature -> IR after the target's pass pipeline."""
+           target: Target) -> Func | Program:
+    """FunctionDef + signature -> IR after the target's pass pipeline; a
+    function with loops as a Program whose every segment went through it."""
     graph = parse_function_def(fdef)
     if dump_dir:
         with open(os.path.join(dump_dir, "tf_graph.pbtxt"), "w") as f:
             f.write(to_pbtxt(fdef))
-    func = lower_graph(graph, list(request.get("inputs", [])))
+    func = lower_graph(graph, list(request.get("inputs", [])), nested_functions(fdef))
+    if has_control_flow(func):
+        return lower_program(func, dump_dir, fast_math, target)
     func = apply_fast_math(run_pipeline(func, target.passes(), dump_dir), fast_math)
     target.check_supported(func)
     return func
@@ -67,7 +73,11 @@ def compile_to_units(request: dict, fdef: bytes, dump_dir: str | None = None,
     """(compile_to_source's text, the same code split into at most `units`
     translation units for a parallel build: Target.generate)."""
     target = target or get_target()
-    single, sources = target.generate(_lower(request, fdef, dump_dir, fast_math, target), units)
+    lowered = _lower(request, fdef, dump_dir, fast_math, target)
+    if isinstance(lowered, Program):
+        single, sources = target.generate_program(lowered, units)
+    else:
+        single, sources = target.generate(lowered, units)
     if dump_dir:
         for i, source in enumerate(sources):
             with open(os.path.join(dump_dir, f"kernel_{i}.cc" if i else "kernel.cc"), "w") as f:

@@ -5,9 +5,30 @@
 #include "tensorflow/core/platform/logging.h"
 #include "tf_disc/grappler/clustering.h"
 #include "tf_disc/grappler/defuse.h"
+#include "tf_disc/grappler/loop_support.h"
 #include "tf_disc/grappler/static_facts.h"
 
 namespace tf_disc {
+namespace {
+
+// Re-clusterings after a TensorList edge ended between two clusters.
+constexpr int kMaxListRounds = 4;
+
+bool HasFunctionalLoops(const tensorflow::GraphDef& graph) {
+  for (const auto& n : graph.node()) {
+    if (IsFunctionalLoop(n.op())) return true;
+  }
+  return false;
+}
+
+bool HasListOps(const tensorflow::GraphDef& graph) {
+  for (const auto& n : graph.node()) {
+    if (n.op().rfind("TensorList", 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 const StaticDims& GraphAnalysis::InferredDims() {
   if (!dims_) dims_ = std::make_unique<StaticDims>(InferOutputDims(*graph));
@@ -30,9 +51,11 @@ absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable&
   }
   const bool defuse = HasExpandableFusedOps(*out->graph, table);
   const bool facts = NeedsStaticFacts(*out->graph);
+  const bool loops = HasFunctionalLoops(*out->graph);
   std::unordered_map<std::string, std::string> undecidable;
-  if (defuse || facts) {  // work on a copy only when something changes
+  if (defuse || facts || loops) {  // work on a copy only when something changes
     if (out->graph != &out->copy) out->copy = graph;
+    if (loops) HoistInvariantReads(table, &out->copy);
     if (defuse) ExpandFusedOps(table, &out->copy);
     out->graph = &out->copy;
     // Inferred on the expanded graph before the facts rewrite it (which
@@ -50,7 +73,29 @@ absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable&
   }
   absl::Status s = BuildGraphIndex(*out->graph, &out->index);
   if (!s.ok()) return s;
-  out->clusters = FormClusters(out->index, out->clusterable, min_cluster_size, reasons);
+  if (!loops && !HasListOps(*out->graph)) {
+    out->clusters = FormClusters(out->index, out->clusterable, min_cluster_size, reasons);
+    return absl::OkStatus();
+  }
+  // A TensorList never crosses a cluster's boundary: its nodes leave the
+  // clusterable set until every list edge is inside one cluster.
+  for (int round = 0; round < kMaxListRounds; ++round) {
+    KeepListsInside(*out->graph, &out->clusterable, reasons);
+    out->clusters = FormClusters(out->index, out->clusterable, min_cluster_size, reasons);
+    std::vector<int> cluster_of(out->graph->node_size(), -1);
+    for (size_t c = 0; c < out->clusters.size(); ++c) {
+      for (int v : out->clusters[c]) cluster_of[v] = static_cast<int>(c);
+    }
+    std::vector<int> across = ListsAcrossClusters(*out->graph, cluster_of);
+    if (across.empty()) return absl::OkStatus();
+    for (int v : across) {
+      out->clusterable[v] = nullptr;
+      if (reasons != nullptr) {
+        (*reasons)[v] = std::string(kReasonFrame) + ": its TensorList would cross clusters";
+      }
+    }
+  }
+  out->clusters.clear();
   return absl::OkStatus();
 }
 

@@ -17,6 +17,7 @@
 #include "tensorflow/core/lib/strings/proto_serialization.h"
 #include "tensorflow/core/platform/fingerprint.h"
 #include "tensorflow/core/platform/logging.h"
+#include "tf_disc/grappler/loop_support.h"
 #include "tf_disc/grappler/static_facts.h"
 #include "tf_disc/ops/cluster_functions.h"
 
@@ -191,7 +192,19 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
       const bool copied = copiable && e.src_port >= 0 && cluster_of[e.dst] >= 0;
       live = live || (cluster_of[e.dst] != cluster_id && !copied);
     }
-    if (live) {
+    // A node with TensorList outputs (a loop) is kept alive by control edges
+    // or its name only: a list never leaves the executable, so it gets no
+    // results (a NoOp replacement).
+    const bool lists = std::count(out_types.begin(), out_types.end(), tensorflow::DT_VARIANT) > 0;
+    if (live && lists) {
+      for (const GraphEdge& e : index.out_edges[v]) {
+        if (e.src_port >= 0 && cluster_of[e.dst] != cluster_id) {
+          return absl::FailedPreconditionError("a loop's output leaves the cluster at " +
+                                               graph.node(v).name());
+        }
+      }
+      plan->live_nodes.push_back(v);
+    } else if (live) {
       plan->live_nodes.push_back(v);
       for (int p = 0; p < static_cast<int>(out_types.size()); ++p) {
         plan->results.push_back({v, p});
@@ -286,6 +299,7 @@ tensorflow::GraphDef BuildBody(const GraphIndex& index,
 }
 
 absl::Status BuildFunction(const tensorflow::GraphDef& body,
+                           const tensorflow::FunctionDefLibrary& library,
                            tensorflow::FunctionDef* fdef) {
   tensorflow::GraphConstructorOptions opts;
   opts.allow_internal_ops = true;
@@ -294,6 +308,7 @@ absl::Status BuildFunction(const tensorflow::GraphDef& body,
   if (!s.ok()) return s;
   s = tensorflow::GraphToFunctionDef(g, "", fdef);
   if (!s.ok()) return s;
+  AttachNestedFunctions(library, fdef);  // a loop's cond and body, for the compiler
   // Name = hash of the nameless, deterministically serialized function, so
   // identical clusters (e.g. per retrace) share one function and cache.
   fdef->mutable_signature()->set_name("");
@@ -401,7 +416,7 @@ absl::Status RewriteClusters(const RewriteInput& in, tensorflow::GraphDef* out,
     if (s.ok()) {
       s = BuildFunction(BuildBody(index, clusters[c], cluster_of,
                                   static_cast<int>(c), plan, facts),
-                        &fdef);
+                        graph.library(), &fdef);
     }
     if (!s.ok()) {
       // Leave this cluster's nodes untouched in TF.

@@ -10,6 +10,7 @@
 #include "tensorflow/core/framework/types.h"
 #include "tensorflow/core/platform/logging.h"
 #include "tensorflow/core/util/device_name_utils.h"
+#include "tf_disc/grappler/loop_support.h"
 
 namespace tf_disc {
 namespace {
@@ -23,10 +24,11 @@ bool IsCpuDevice(const std::string& device) {
   return !parsed.has_type || parsed.type == "CPU";
 }
 
-bool HasUnsupportedType(const tensorflow::DataTypeVector& types) {
+// lists_ok: the op may carry TensorLists (loop_support.h MayCarryList).
+bool HasUnsupportedType(const tensorflow::DataTypeVector& types, bool lists_ok) {
   for (tensorflow::DataType t : types) {
     if (tensorflow::IsRefType(t) || t == tensorflow::DT_RESOURCE ||
-        t == tensorflow::DT_VARIANT) {
+        (t == tensorflow::DT_VARIANT && !lists_ok)) {
       return true;
     }
   }
@@ -163,19 +165,26 @@ std::string Reason(const char* kind, const std::string& detail) {
 std::string RejectReason(const tensorflow::NodeDef& node, const SupportTable& table,
                          const std::unordered_set<std::string>& fed_nodes,
                          const std::unordered_map<std::string, std::string>& undecidable,
-                         const OpSupport** support) {
+                         const FunctionLookup& functions, const OpSupport** support) {
   if (fed_nodes.count(node.name())) return Reason(kReasonFed, "fed by the caller");
   if (!IsCpuDevice(node.device())) return Reason(kReasonDevice, node.device());
+  if (IsFunctionalLoop(node.op())) {  // compiled whole, or left in TF
+    std::string why = LoopRejectReason(node, functions, table);
+    if (!why.empty()) return Reason(kReasonUnsupportedOp, node.op() + " " + why);
+  }
   const tensorflow::OpDef* op_def = nullptr;
   if (!tensorflow::OpRegistry::Global()->LookUpOpDef(node.op(), &op_def).ok()) {
     return Reason(kReasonUnsupportedOp, node.op() + " (a function call)");
   }
-  if (op_def->is_stateful()) return Reason(kReasonStateful, node.op() + " is stateful");
+  if (op_def->is_stateful() && !IsFunctionalLoop(node.op())) {
+    return Reason(kReasonStateful, node.op() + " is stateful");
+  }
   tensorflow::DataTypeVector in, out;
   if (!tensorflow::InOutTypesForNode(node, *op_def, &in, &out).ok()) {
     return Reason(kReasonDtypeOrAttr, "input/output types not computable");
   }
-  if (HasUnsupportedType(in) || HasUnsupportedType(out)) {
+  const bool lists_ok = MayCarryList(node.op(), table);
+  if (HasUnsupportedType(in, lists_ok) || HasUnsupportedType(out, lists_ok)) {
     return Reason(kReasonStateful, "resource, variant or reference tensor");
   }
   if (!table.HasOp(node.op())) return Reason(kReasonUnsupportedOp, node.op());
@@ -255,13 +264,14 @@ std::vector<const OpSupport*> FindClusterableNodes(
   std::vector<const OpSupport*> result(graph.node_size(), nullptr);
   if (reasons != nullptr) reasons->assign(graph.node_size(), "");
   const std::unordered_set<std::string> launches = LaunchNodes(graph);
+  const FunctionLookup functions = LibraryLookup(graph.library());
   for (int i = 0; i < graph.node_size(); ++i) {
     const tensorflow::NodeDef& node = graph.node(i);
     std::string why;
     if (IsKeptLaunchOutput(node, launches)) {
       why = Reason(kReasonLaunchOutput, node.name());
     } else {
-      why = RejectReason(node, table, fed_nodes, undecidable, &result[i]);
+      why = RejectReason(node, table, fed_nodes, undecidable, functions, &result[i]);
     }
     if (reasons != nullptr) (*reasons)[i] = std::move(why);
   }

@@ -40,5 +40,5 @@ def alloc_temp(name: str, ctype: str, dims: List[str]) -> List[str]:
 
 
 def kernel_error_check(closure: str) -> str:
-    """The line reporting closure's err when it is one of ERROR_MESSAGES'."""
+    """The line reporting closure's err (a DISC_KERNEL_ERR_* code, runtime/host/disc_host.h)."""
     return f"    if ({closure}.err && disc_kernel_error(rt, {closure}.err)) return 1;"

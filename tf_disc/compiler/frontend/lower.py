@@ -13,12 +13,14 @@ from ..ir.builder import Builder
 from ..ops.hostvals import bind_host
 from ..ir.core import Func, Namer, TensorType, Value
 from ..registry import lookup
+from ..ops.tensor_list import materialize
 from ..shapes.symbolic import ShapeEnv, dim_val, is_static
 from .graph import ARG, GraphModel, Node
 
 # Longest int vector input whose elements become run-time dims
 # (grappler/cluster_rewrite.cc kMaxValueElements).
 MAX_VALUE_ELEMENTS = 8
+DT_VARIANT = 21  # tensorflow::DT_VARIANT (ops/tensor_list.py)
 
 
 def _check_attrs(node: Node, rule) -> None:
@@ -26,6 +28,8 @@ def _check_attrs(node: Node, rule) -> None:
         val = node.attrs.get(attr)
         vals = val if isinstance(val, list) else [val]
         for v in vals:
+            if v == DT_VARIANT:  # a TensorList: checked by the ops that make and read it
+                continue
             if v is None or v not in {d.tf_enum for d in allowed}:
                 raise Unsupported(f"node '{node.name}' ({node.op}): {attr}={v} is not a "
                                   "supported dtype")
@@ -64,21 +68,38 @@ def _value_dims(i: int, arg: Value) -> list[str] | None:
     return [dim_val(i, k, arg.dtype.tf_enum) for k in range(int(n))]
 
 
-def lower_graph(g: GraphModel, inputs: list[dict]) -> Func:
-    """inputs: request "inputs" entries ({"dtype", "rank", "value"})."""
+def lower_graph(g: GraphModel, inputs: list[dict], library: dict | None = None) -> Func:
+    """inputs: request "inputs" entries ({"dtype", "rank", "value"});
+    library: the functions nested control flow calls, by name
+    (frontend/functions.py)."""
+    return lower_with_env(g, inputs, library)[0]
+
+
+def lower_with_env(g: GraphModel, inputs: list[dict], library: dict | None = None,
+                   arg_dims: list[list] | None = None) -> tuple[Func, ShapeEnv]:
+    """lower_graph, and the ShapeEnv that holds what it proved about dims.
+    arg_dims (a loop's cond and body, ops/control_flow.py): per argument,
+    per dim an int (static) or a key; dims with one key share one symbol."""
     if len(inputs) != len(g.arg_names):
         raise CompileError(f"signature has {len(inputs)} inputs, function "
                            f"{len(g.arg_names)} args")
     env, namer = ShapeEnv(), Namer()
     b = Builder(env, namer)
+    b.library = dict(library or {})
     args: list[Value] = []
     env_vals: dict[tuple[str, int], Value] = {}
     const_args: list = []
+    shared: dict = {}  # arg_dims key -> its symbol
     for i, spec in enumerate(inputs):
         dt = dtypes.from_tf(spec["dtype"])
         rank = int(spec["rank"])
         static = g.static_dims[i] if i < len(g.static_dims) else None
-        arg = Value(f"arg{i}", TensorType(dt, _arg_dims(env, rank, static)))
+        if arg_dims is not None:
+            shape = tuple(str(d) if isinstance(d, int) else shared.setdefault(d, env.fresh())
+                          for d in arg_dims[i])
+        else:
+            shape = _arg_dims(env, rank, static)
+        arg = Value(f"arg{i}", TensorType(dt, shape))
         namer.taken.add(arg.name)
         args.append(arg)
         env_vals[(f"{ARG}:{i}", 0)] = arg
@@ -113,9 +134,10 @@ def lower_graph(g: GraphModel, inputs: list[dict]) -> Func:
         rets = [env_vals[r] for r in g.rets]
     except KeyError as e:
         raise CompileError(f"return value {e} is not produced") from None
+    rets = [materialize(b, v) for v in rets]
     for v in dict.fromkeys(rets):
         b.ops.extend(b.result_checks.get(v, []))
     attrs = {"ret_names": g.ret_names}
     if any(v is not None for v in const_args):
         attrs["const_args"] = const_args
-    return Func(g.name, args, b.ops, rets, attrs)
+    return Func(g.name, args, b.ops, rets, attrs), env

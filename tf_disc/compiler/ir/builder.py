@@ -26,6 +26,12 @@ class Builder:
         # Checks a lowering needs only when its value is a function result
         # (e.g. ops/broadcast_grad.py): value -> assert ops.
         self.result_checks: dict[Value, list[Op]] = {}
+        # Functions nested control flow calls, by name (frontend/functions.py).
+        self.library: dict = {}
+        # Loop results that are TensorLists TF cannot stack unless an element
+        # was set (ops/control_flow.py): value -> (while op, [loop variable,
+        # TF's text of the element shape]).
+        self.unset_lists: dict[Value, tuple[Op, list]] = {}
 
     # -- generic ------------------------------------------------------------
     def emit(self, name: str, operands: list[Value], dtype: DType,

@@ -61,6 +61,10 @@ OPSET.update({
     "concatenate": IrOpSpec(-1, "index", "same"),  # attr dimension
     "gather": IrOpSpec(2, "index", "attr", may_fail=True),  # (params, indices), attr axis
     "iota": IrOpSpec(0, "index", "attr"),         # attr dimension
+    # (list, index, item): the list with row `index` replaced by item
+    # (ops/tensor_list.py); a loop updates it in place (passes/program.py),
+    # elsewhere passes/list_sets.py expands it to a select.
+    "list_set": IrOpSpec(3, "index", "same", may_fail=True),
     # Host side: a small int tensor whose elements are dims (attr "dims").
     "dims_tensor": IrOpSpec(0, "host", "attr"),
     # Own kernels (codegen/cpu/reduce.py), operands materialized.
@@ -84,6 +88,11 @@ OPSET.update({
     "dot": IrOpSpec(2, "library"),  # ir/dot.py, codegen/gemm.py
     "window": IrOpSpec(-1, "library"),  # (x[, filter]): ops/nn_conv.py, codegen/conv.py
 })
+
+# Control flow (ir/control.py): operands are the loop's initial values,
+# results its final ones; op.funcs holds [cond, body].  Programs
+# (passes/program.py) split a function at these ops before the pipeline.
+OPSET["while"] = IrOpSpec(-1, "control", "attr")
 
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 

@@ -47,9 +47,15 @@ class _Parser:
             if not d:
                 raise ValueError(f"bad dim definition {line!r}")
             define_interned(d.group(1), d.group(2))
-        m = _FUNC_RE.match(self.lines[0])
+        return self.func()
+
+    def func(self) -> Func:
+        """The function whose header is at self.pos, in its own value scope."""
+        outer, self.values = self.values, {}
+        header = self.lines[self.pos]
+        m = _FUNC_RE.match(header)
         if not m:
-            raise ValueError(f"bad func header {self.lines[0]!r}")
+            raise ValueError(f"bad func header {header!r}")
         args = []
         for part in re.split(r",\s*(?=%)", m.group(2)):
             if not part.strip():
@@ -59,9 +65,11 @@ class _Parser:
             self.values[v.name] = v
             args.append(v)
         attrs = json.loads(m.group(3)) if m.group(3) else {}
-        self.pos = 1
+        self.pos += 1
         ops, term = self.block()
         rets = self.operands(term[len("return("):-1])
+        self.pos += 1  # closing brace
+        self.values = outer
         return Func(m.group(1), args, ops, rets, attrs)
 
     def block(self) -> tuple[list[Op], str]:
@@ -88,7 +96,8 @@ class _Parser:
             attrs, end = json.JSONDecoder().raw_decode(rest)
             rest = rest[end:].strip()
         has_region = rest.endswith("{")
-        if has_region:
+        has_funcs = rest.endswith("(")
+        if has_region or has_funcs:
             rest = rest[:-1].strip()
         results = []
         if results_txt:
@@ -97,13 +106,16 @@ class _Parser:
             if len(types) != len(names):
                 raise ValueError(f"result/type count mismatch in {line!r}")
             results = [Value(n, parse_type(t)) for n, t in zip(names, types)]
-        region = None
+        region, funcs = None, []
+        while has_funcs and self.lines[self.pos] != ")":
+            funcs.append(self.func())
+        self.pos += has_funcs  # the closing parenthesis
         if has_region:
             body, term = self.block()
             region = Region(body, self.operands(term[len("yield("):-1]))
         for r in results:
             self.values[r.name] = r
-        return Op(name.strip(), operands, results, attrs, region)
+        return Op(name.strip(), operands, results, attrs, region, funcs)
 
 
 def parse_func(text: str) -> Func:

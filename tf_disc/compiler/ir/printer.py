@@ -34,6 +34,11 @@ def _op_lines(op: Op, indent: str) -> list[str]:
     line = f"{indent}{head}{op.name}({args}){_attrs(op.attrs)}"
     if op.results:
         line += " : " + ", ".join(str(r.type) for r in op.results)
+    if op.funcs:  # nested functions, isolated: "( func ... func ... )"
+        lines = [line + " ("]
+        for f in op.funcs:
+            lines += _func_lines(f, indent + "  ")
+        return lines + [indent + ")"]
     if op.region is None:
         return [line]
     lines = [line + " {"]
@@ -45,13 +50,17 @@ def _op_lines(op: Op, indent: str) -> list[str]:
     return lines
 
 
-def print_func(func: Func) -> str:
+def _func_lines(func: Func, indent: str) -> list[str]:
     args = ", ".join(f"%{a.name}: {a.type}" for a in func.args)
-    lines = [f"func @{func.name}({args}){_attrs(func.attrs)} {{"]
+    lines = [f"{indent}func @{func.name}({args}){_attrs(func.attrs)} {{"]
     for op in func.ops:
-        lines += _op_lines(op, "  ")
-    lines.append("  return(" + ", ".join("%" + v.name for v in func.rets) + ")")
-    lines.append("}")
-    body = "\n".join(lines) + "\n"
+        lines += _op_lines(op, indent + "  ")
+    lines.append(indent + "  return(" + ", ".join("%" + v.name for v in func.rets) + ")")
+    lines.append(indent + "}")
+    return lines
+
+
+def print_func(func: Func) -> str:
+    body = "\n".join(_func_lines(func, "")) + "\n"
     defs = "".join(f"dim {name} = {text}\n" for name, text in interned_definitions(body))
     return defs + body

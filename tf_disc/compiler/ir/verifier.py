@@ -4,7 +4,7 @@ attributes passes leave for codegen (contract.py)."""
 from __future__ import annotations
 
 from ..errors import CompileError
-from ..shapes.symbolic import symbols_of
+from ..shapes.symbolic import parse_dim, symbols_of
 from .contract import ContractError, check_contract
 from .core import Func, Op, Value
 from .opset import COMPARE_DIRECTIONS, spec
@@ -31,6 +31,14 @@ def _check_op(op: Op, defined: set[Value], in_region: bool | str, syms: set[str]
         for d in op.attrs.get("lhs", []) + op.attrs.get("rhs", []):
             if not symbols_of(d) <= syms:
                 _fail(op, f"dim {d} uses symbols no argument defines")
+        return
+    if s.kind == "control":
+        from .control import check_while
+        problem = None if in_region else check_while(op)
+        if in_region or problem:
+            _fail(op, problem or "control flow lives at top level")
+        for f in op.funcs:
+            verify(f)
         return
     if s.kind == "fusion":
         if in_region or op.region is None:
@@ -110,6 +118,9 @@ def verify(func: Func) -> Func:
                 raise VerifyError(f"IR verify: value %{r.name} defined twice")
             names.add(r.name)
     syms = set().union(*(symbols_of(d) for a in func.args for d in a.shape))
+    # a loop's results may have dims only the run knows (ir/control.py)
+    syms |= {d for op in func.ops if spec(op.name).kind == "control"
+             for r in op.results for d in r.shape if parse_dim(d)[0] == "sym"}
     for op in func.walk():
         for r in op.results:
             for d in r.shape:

@@ -24,6 +24,7 @@ from .dce import dce
 from .fold_transpose import fold_transposes
 from .fusion import fuse
 from .gemm_epilogue import fuse_gemm_epilogues
+from .list_sets import expand_list_sets
 from .merge_gemm import merge_gemms
 from .outputs import materialize_outputs
 from .rematerialize import rematerialize_broadcasts
@@ -42,6 +43,7 @@ def standard_passes(cheap: Callable[[str], bool]) -> list[tuple[str, Pass]]:
     elementwise op per element rather than keep its result in memory
     (sink_broadcasts, rematerialize_broadcasts)."""
     return [
+        ("expand_list_sets", expand_list_sets),
         ("canonicalize", canonicalize),
         ("cse", cse),
         ("dce", dce),

@@ -314,6 +314,12 @@ class ShapeEnv:
         """Query: True only if a == b is certain (statically or assumed)."""
         return self.canon(a) == self.canon(b)
 
+    def equal_dims(self, d: Dim) -> list[Dim]:
+        """Query: every dim known equal to d (d first)."""
+        c = self.canon(d)
+        seen = set(self._parent) | set(self._parent.values())
+        return [d] + sorted((x for x in seen if x != d and self.canon(x) == c), key=_key)
+
     def known_one(self, d: Dim) -> bool:
         return self.canon(d) == "1"
 

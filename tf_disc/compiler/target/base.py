@@ -34,6 +34,11 @@ class Target(abc.ABC):
         sources built in parallel) for `func` after passes().  The first
         names the library in the disk cache."""
 
+    def generate_program(self, program, units: int = 1) -> tuple[str, list[str]]:
+        """As generate(), for a Program (passes/program.py: a function with
+        loops) after passes() ran on every segment."""
+        raise Unsupported(f"target {self.name} cannot run control flow")
+
     @abc.abstractmethod
     def build_flags(self, request: dict, options: CompileOptions) -> tuple[str, ...]:
         """Compiler flags beyond the build's fixed ones for this request

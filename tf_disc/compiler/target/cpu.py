@@ -35,6 +35,10 @@ class CpuTarget(Target):
     def generate(self, func: Func, units: int) -> tuple[str, list[str]]:
         return generate_library(func, units)
 
+    def generate_program(self, program, units: int = 1) -> tuple[str, list[str]]:
+        from ..codegen.cpu.program import generate_program
+        return generate_program(program, units)
+
     def build_flags(self, request: dict, options: CompileOptions) -> tuple[str, ...]:
         """The request's ISA tier (the op library's choice), else the
         option's, else this machine's; then the caller's extra flags."""

@@ -184,7 +184,9 @@ def render_host(func: Func, kernels: dict[Op, KernelInfo | StitchInfo],
     for i, a in enumerate(func.args):
         body += _input_check(func, i, a)
         for j, d in enumerate(a.shape):
-            if is_static(d) or d in dn.names:   # speculated: equal by the guard
+            # speculated: equal by the guard; a derived dim of a program
+            # segment's input (passes/program.py) is computed, not read
+            if is_static(d) or d in dn.names or parse_dim(d)[0] != "sym":
                 continue
             dn.names[d] = d
             body.append(f"  const int64_t {d} = inputs[{i}].dims[{j}];")

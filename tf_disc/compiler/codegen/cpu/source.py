@@ -122,7 +122,7 @@ def _head(func: Func) -> list[str]:
 
 # What the library tells the loader (runtime/disc_abi.h): the ABI it was
 # generated for and the device its code runs on.
-_EXPORTS = ("extern \"C\" __attribute__((visibility(\"default\"))) int32_t "
+LIBRARY_EXPORTS = ("extern \"C\" __attribute__((visibility(\"default\"))) int32_t "
             "disc_abi_version(void) { return DISC_ABI_VERSION; }\n"
             "extern \"C\" __attribute__((visibility(\"default\"))) int32_t "
             "disc_device(void) { return DISC_DEVICE_CPU; }\n")
@@ -130,11 +130,11 @@ _EXPORTS = ("extern \"C\" __attribute__((visibility(\"default\"))) int32_t "
 
 def _entry(host: str) -> list[str]:
     """The exports, then the host code of an unspeculated function."""
-    return [_EXPORTS, _host_block(host)]
+    return [LIBRARY_EXPORTS, _host_block(host)]
 
 
 def _dispatch(func: Func) -> list[str]:
-    return [_EXPORTS, _host_block("\n".join([
+    return [LIBRARY_EXPORTS, _host_block("\n".join([
         ENTRY_HEAD,
         f"  if ({_guard(func)})",
         "    return disc_speculated::entry(rt, inputs, num_inputs);",

@@ -1,0 +1,397 @@
+#include "tf_disc/grappler/loop_support.h"
+
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tensorflow/core/framework/attr_value.pb.h"
+#include "tensorflow/core/framework/node_def_util.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/types.h"
+#include "tensorflow/core/lib/strings/proto_serialization.h"
+
+namespace tf_disc {
+namespace {
+
+using tensorflow::AttrValue;
+using tensorflow::DataType;
+using tensorflow::FunctionDef;
+using tensorflow::NodeDef;
+
+// Nested loops deeper than this stay in TF (a guard against recursion).
+constexpr int kMaxLoopDepth = 8;
+
+// The node a FunctionDef input reference names ("arg", "node:out:i", "^n").
+std::string RefNode(const std::string& ref) {
+  std::string s = !ref.empty() && ref[0] == '^' ? ref.substr(1) : ref;
+  return s.substr(0, s.find(':'));
+}
+
+const AttrValue* Attr(const NodeDef& node, const char* name) {
+  auto it = node.attr().find(name);
+  return it == node.attr().end() ? nullptr : &it->second;
+}
+
+std::string FuncAttr(const NodeDef& node, const char* name) {
+  const AttrValue* a = Attr(node, name);
+  return a != nullptr && a->has_func() ? a->func().name() : "";
+}
+
+// Loop variable k is passed through unchanged by the body.
+bool Invariant(const FunctionDef& body, int k) {
+  if (k >= body.signature().input_arg_size() || k >= body.signature().output_arg_size()) {
+    return false;
+  }
+  auto it = body.ret().find(body.signature().output_arg(k).name());
+  return it != body.ret().end() && it->second == body.signature().input_arg(k).name();
+}
+
+// The nodes of f reading argument `arg` (data or control), by index.
+std::vector<int> ArgReaders(const FunctionDef& f, const std::string& arg) {
+  std::vector<int> out;
+  for (int i = 0; i < f.node_def_size(); ++i) {
+    for (const std::string& in : f.node_def(i).input()) {
+      if (RefNode(in) == arg) {
+        out.push_back(i);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Resource loop variable k can be read once before the loop: the body
+// carries it unchanged and only ReadVariableOp reads it; cond ignores it.
+bool HoistableResource(const FunctionDef& cond, const FunctionDef& body, int k) {
+  if (!Invariant(body, k) || k >= cond.signature().input_arg_size()) return false;
+  if (!ArgReaders(cond, cond.signature().input_arg(k).name()).empty()) return false;
+  for (int i : ArgReaders(body, body.signature().input_arg(k).name())) {
+    if (body.node_def(i).op() != "ReadVariableOp") return false;
+  }
+  return true;
+}
+
+std::vector<DataType> LoopTypes(const NodeDef& node) {
+  std::vector<DataType> out;
+  if (const AttrValue* t = Attr(node, "T")) {
+    for (int x : t->list().type()) out.push_back(static_cast<DataType>(x));
+  }
+  return out;
+}
+
+bool HasType(const tensorflow::DataTypeVector& types, DataType t) {
+  for (DataType x : types) {
+    if (x == t) return true;
+  }
+  return false;
+}
+
+std::string CheckFunction(const FunctionDef& f, const std::set<std::string>& readable,
+                          const FunctionLookup& lookup, const SupportTable& table,
+                          int depth);
+
+std::string CheckLoop(const NodeDef& node, const FunctionLookup& lookup,
+                      const SupportTable& table, int depth) {
+  if (depth > kMaxLoopDepth) return "loops nested too deep";
+  const FunctionDef* cond = lookup(FuncAttr(node, "cond"));
+  const FunctionDef* body = lookup(FuncAttr(node, "body"));
+  if (cond == nullptr || body == nullptr) return "cond or body function not found";
+  std::set<std::string> readable;  // body args ReadVariableOp may read
+  const std::vector<DataType> types = LoopTypes(node);
+  for (size_t k = 0; k < types.size(); ++k) {
+    if (types[k] != tensorflow::DT_RESOURCE) continue;
+    if (depth > 0 || !HoistableResource(*cond, *body, static_cast<int>(k))) {
+      return "loop variable " + std::to_string(k) + " is a resource the loop changes or "
+             "passes on";
+    }
+    readable.insert(body->signature().input_arg(k).name());
+  }
+  std::string why = CheckFunction(*cond, {}, lookup, table, depth);
+  if (why.empty()) why = CheckFunction(*body, readable, lookup, table, depth);
+  return why;
+}
+
+// The op of the node a FunctionDef input reference names ("" for an arg).
+using ProducerOps = std::unordered_map<std::string, std::string>;
+
+std::string CheckNode(const NodeDef& n, const std::set<std::string>& readable,
+                      const ProducerOps& producers, const FunctionLookup& lookup,
+                      const SupportTable& table, int depth) {
+  const std::string& op = n.op();
+  if (op == "NoOp") return "";
+  if (op == "ReadVariableOp") {
+    return n.input_size() > 0 && readable.count(n.input(0))
+               ? ""
+               : "ReadVariableOp of a variable the loop does not carry unchanged";
+  }
+  if (IsFunctionalLoop(op)) return CheckLoop(n, lookup, table, depth + 1);
+  const tensorflow::OpDef* op_def = nullptr;
+  if (!tensorflow::OpRegistry::Global()->LookUpOpDef(op, &op_def).ok()) {
+    return op + " (a function call)";
+  }
+  if (op_def->is_stateful()) return op + " is stateful";
+  tensorflow::DataTypeVector in, out;
+  if (!tensorflow::InOutTypesForNode(n, *op_def, &in, &out).ok()) {
+    return op + ": input/output types not computable";
+  }
+  if (HasType(in, tensorflow::DT_RESOURCE) || HasType(out, tensorflow::DT_RESOURCE)) {
+    return op + " reads a resource";
+  }
+  const bool lists = HasType(in, tensorflow::DT_VARIANT) || HasType(out, tensorflow::DT_VARIANT);
+  if (lists && !MayCarryList(op, table)) return op + " on a TensorList";
+  if (lists && (op == "Identity" || op == "IdentityN")) return "";
+  if (!table.HasOp(op)) return op;
+  std::string refused;
+  const OpSupport* support = table.Match(n, *op_def, &refused);
+  if (support == nullptr) return op + " with " + refused;
+  if (lists) {  // a list's element shape must be known when the loop is compiled
+    for (int i : support->const_inputs) {
+      auto it = i < n.input_size() ? producers.find(RefNode(n.input(i))) : producers.end();
+      if (it == producers.end() || it->second != "Const") {
+        return op + " with a data-dependent element shape (input " + std::to_string(i) + ")";
+      }
+    }
+  }
+  return "";
+}
+
+std::string CheckFunction(const FunctionDef& f, const std::set<std::string>& readable,
+                          const FunctionLookup& lookup, const SupportTable& table,
+                          int depth) {
+  ProducerOps producers;
+  for (const NodeDef& n : f.node_def()) producers[n.name()] = n.op();
+  for (const NodeDef& n : f.node_def()) {
+    std::string why = CheckNode(n, readable, producers, lookup, table, depth);
+    if (!why.empty()) return f.signature().name() + ": " + why + " (node " + n.name() + ")";
+  }
+  return "";
+}
+
+// f with loop variables `ks` carried as values of `types` instead of
+// resources: their ReadVariableOps become Identity.
+FunctionDef WithValues(const FunctionDef& f, const std::map<int, DataType>& types,
+                       const std::string& name) {
+  FunctionDef g = f;
+  g.mutable_signature()->set_name(name);
+  std::set<std::string> args;
+  for (const auto& kv : types) {
+    g.mutable_signature()->mutable_input_arg(kv.first)->set_type(kv.second);
+    if (kv.first < g.signature().output_arg_size()) {
+      g.mutable_signature()->mutable_output_arg(kv.first)->set_type(kv.second);
+    }
+    g.mutable_arg_attr()->erase(kv.first);
+    g.mutable_resource_arg_unique_id()->erase(kv.first);
+    args.insert(g.signature().input_arg(kv.first).name());
+  }
+  std::set<std::string> reads;
+  for (NodeDef& n : *g.mutable_node_def()) {
+    if (n.op() != "ReadVariableOp" || n.input_size() == 0 || !args.count(n.input(0))) continue;
+    const DataType t = n.attr().at("dtype").type();
+    n.set_op("Identity");
+    n.mutable_attr()->erase("dtype");
+    (*n.mutable_attr())["T"].set_type(t);
+    reads.insert(n.name());
+  }
+  // ReadVariableOp's output is "value", Identity's "output".
+  auto rename = [&reads](std::string* ref) {
+    const size_t colon = ref->find(':');
+    if (colon == std::string::npos || !reads.count(ref->substr(0, colon))) return;
+    const std::string rest = ref->substr(colon);
+    if (rest.rfind(":value:", 0) == 0) {
+      *ref = ref->substr(0, colon) + ":output:" + rest.substr(7);
+    }
+  };
+  for (NodeDef& n : *g.mutable_node_def()) {
+    for (std::string& in : *n.mutable_input()) rename(&in);
+  }
+  for (auto& kv : *g.mutable_ret()) rename(&kv.second);
+  return g;
+}
+
+}  // namespace
+
+FunctionLookup LibraryLookup(const tensorflow::FunctionDefLibrary& library) {
+  auto index = std::make_shared<std::unordered_map<std::string, const FunctionDef*>>();
+  for (const FunctionDef& f : library.function()) (*index)[f.signature().name()] = &f;
+  return [index](const std::string& name) -> const FunctionDef* {
+    auto it = index->find(name);
+    return it == index->end() ? nullptr : it->second;
+  };
+}
+
+bool IsFunctionalLoop(const std::string& op) {
+  return op == "While" || op == "StatelessWhile";
+}
+
+std::string LoopRejectReason(const NodeDef& node, const FunctionLookup& lookup,
+                             const SupportTable& table) {
+  if (!table.HasOp(node.op())) return node.op();
+  return CheckLoop(node, lookup, table, 0);
+}
+
+bool MayCarryList(const std::string& op, const SupportTable& table) {
+  return (op.rfind("TensorList", 0) == 0 && table.HasOp(op)) || IsFunctionalLoop(op) ||
+         op == "Identity" || op == "IdentityN";
+}
+
+int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph) {
+  FunctionLookup lookup = LibraryLookup(graph->library());
+  std::unordered_set<std::string> used_outputs;  // "node:port" read by anything
+  for (const NodeDef& n : graph->node()) {
+    for (const std::string& in : n.input()) used_outputs.insert(in);
+  }
+  std::vector<FunctionDef> added;
+  std::vector<NodeDef> reads;
+  int changed = 0;
+  for (NodeDef& node : *graph->mutable_node()) {
+    if (!IsFunctionalLoop(node.op()) || !LoopRejectReason(node, lookup, table).empty()) continue;
+    const FunctionDef* cond = lookup(FuncAttr(node, "cond"));
+    const FunctionDef* body = lookup(FuncAttr(node, "body"));
+    std::vector<DataType> types = LoopTypes(node);
+    std::map<int, DataType> values;
+    for (size_t k = 0; k < types.size(); ++k) {
+      if (types[k] != tensorflow::DT_RESOURCE ||
+          used_outputs.count(node.name() + ":" + std::to_string(k))) {
+        continue;
+      }
+      for (int i : ArgReaders(*body, body->signature().input_arg(k).name())) {
+        values[static_cast<int>(k)] = body->node_def(i).attr().at("dtype").type();
+      }
+    }
+    if (values.empty()) continue;
+    const std::string suffix = "_disc_values";
+    added.push_back(WithValues(*cond, values, cond->signature().name() + suffix));
+    added.push_back(WithValues(*body, values, body->signature().name() + suffix));
+    for (const auto& kv : values) {
+      NodeDef read;
+      read.set_name(node.name() + "/disc_read_" + std::to_string(kv.first));
+      read.set_op("ReadVariableOp");
+      read.set_device(node.device());
+      read.add_input(node.input(kv.first));
+      (*read.mutable_attr())["dtype"].set_type(kv.second);
+      node.set_input(kv.first, read.name());
+      node.mutable_attr()->at("T").mutable_list()->set_type(kv.first, kv.second);
+      reads.push_back(std::move(read));
+    }
+    node.mutable_attr()->erase("_read_only_resource_inputs");
+    (*node.mutable_attr())["cond"].mutable_func()->set_name(added[added.size() - 2]
+                                                               .signature().name());
+    (*node.mutable_attr())["body"].mutable_func()->set_name(added.back().signature().name());
+    ++changed;
+  }
+  std::unordered_set<std::string> names;
+  for (const FunctionDef& f : graph->library().function()) names.insert(f.signature().name());
+  for (FunctionDef& f : added) {
+    if (names.insert(f.signature().name()).second) {
+      *graph->mutable_library()->add_function() = std::move(f);
+    }
+  }
+  for (NodeDef& r : reads) *graph->add_node() = std::move(r);
+  return changed;
+}
+
+namespace {
+
+// Output port types of a GraphDef node (empty when unknown).
+tensorflow::DataTypeVector OutputTypes(const NodeDef& n) {
+  tensorflow::DataTypeVector in, out;
+  const tensorflow::OpDef* op_def = nullptr;
+  if (!tensorflow::OpRegistry::Global()->LookUpOpDef(n.op(), &op_def).ok() ||
+      !tensorflow::InOutTypesForNode(n, *op_def, &in, &out).ok()) {
+    out.clear();
+  }
+  return out;
+}
+
+// (src, dst) node indices of the graph's DT_VARIANT data edges.
+std::vector<std::pair<int, int>> VariantEdges(const tensorflow::GraphDef& graph) {
+  std::unordered_map<std::string, int> index;
+  for (int i = 0; i < graph.node_size(); ++i) index[graph.node(i).name()] = i;
+  std::vector<tensorflow::DataTypeVector> types(graph.node_size());
+  std::vector<char> typed(graph.node_size(), 0);
+  std::vector<std::pair<int, int>> edges;
+  for (int d = 0; d < graph.node_size(); ++d) {
+    for (const std::string& in : graph.node(d).input()) {
+      if (in.empty() || in[0] == '^') continue;
+      const size_t colon = in.rfind(':');
+      auto it = index.find(in.substr(0, colon));
+      if (it == index.end()) continue;
+      const int s = it->second;
+      const int port = colon == std::string::npos ? 0 : std::atoi(in.c_str() + colon + 1);
+      if (!typed[s]) {
+        types[s] = OutputTypes(graph.node(s));
+        typed[s] = 1;
+      }
+      if (port < static_cast<int>(types[s].size()) &&
+          types[s][port] == tensorflow::DT_VARIANT) {
+        edges.emplace_back(s, d);
+      }
+    }
+  }
+  return edges;
+}
+
+}  // namespace
+
+int KeepListsInside(const tensorflow::GraphDef& graph,
+                    std::vector<const OpSupport*>* clusterable,
+                    std::vector<std::string>* reasons) {
+  const std::vector<std::pair<int, int>> edges = VariantEdges(graph);
+  int changed = 0;
+  for (bool again = true; again;) {
+    again = false;
+    for (const auto& e : edges) {
+      const bool s = (*clusterable)[e.first] != nullptr, d = (*clusterable)[e.second] != nullptr;
+      if (s == d) continue;
+      const int keep_out = s ? e.first : e.second, other = s ? e.second : e.first;
+      (*clusterable)[keep_out] = nullptr;
+      if (reasons != nullptr) {
+        (*reasons)[keep_out] = "stateful/resource: its TensorList is used by " +
+                               graph.node(other).name() + ", which stays in TF";
+      }
+      ++changed;
+      again = true;
+    }
+  }
+  return changed;
+}
+
+std::vector<int> ListsAcrossClusters(const tensorflow::GraphDef& graph,
+                                     const std::vector<int>& cluster_of) {
+  std::vector<int> out;
+  for (const auto& e : VariantEdges(graph)) {
+    if (cluster_of[e.first] != cluster_of[e.second]) {
+      out.push_back(e.first);
+      out.push_back(e.second);
+    }
+  }
+  return out;
+}
+
+void AttachNestedFunctions(const tensorflow::FunctionDefLibrary& library, FunctionDef* fdef) {
+  FunctionLookup lookup = LibraryLookup(library);
+  std::set<std::string> seen;
+  std::vector<const FunctionDef*> todo = {fdef};
+  while (!todo.empty()) {
+    const FunctionDef* f = todo.back();
+    todo.pop_back();
+    for (const NodeDef& n : f->node_def()) {
+      for (const auto& kv : n.attr()) {
+        if (!kv.second.has_func()) continue;
+        const std::string& name = kv.second.func().name();
+        const FunctionDef* g = lookup(name);
+        if (g != nullptr && seen.insert(name).second) todo.push_back(g);
+      }
+    }
+  }
+  if (seen.empty()) return;
+  AttrValue::ListValue* list = (*fdef->mutable_attr())["_disc_nested_functions"].mutable_list();
+  for (const std::string& name : seen) {  // sorted: the cluster's name hashes them
+    std::string bytes;
+    tensorflow::SerializeToStringDeterministic(*lookup(name), &bytes);
+    list->add_s(bytes);
+  }
+}
+
+}  // namespace tf_disc

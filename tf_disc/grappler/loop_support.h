@@ -1,0 +1,63 @@
+// Functional loops (While / StatelessWhile, what tf.while_loop and Keras
+// RNNs build in TF2) compiled whole: which loops qualify, the rewrites that
+// let them, and the TensorList rule for clusters.
+//
+// A loop qualifies when every op of its cond and body (nested loops
+// included) is one the support table admits, a TensorList op, plumbing
+// (Identity, NoOp, Const), or a ReadVariableOp of a resource the loop
+// carries unchanged, which HoistInvariantReads moves before the loop.
+#ifndef TF_DISC_GRAPPLER_LOOP_SUPPORT_H_
+#define TF_DISC_GRAPPLER_LOOP_SUPPORT_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensorflow/core/framework/function.pb.h"
+#include "tensorflow/core/framework/graph.pb.h"
+#include "tf_disc/grappler/support_table.h"
+
+namespace tf_disc {
+
+using FunctionLookup = std::function<const tensorflow::FunctionDef*(const std::string&)>;
+
+// A lookup into a GraphDef's library (valid while `library` lives).
+FunctionLookup LibraryLookup(const tensorflow::FunctionDefLibrary& library);
+
+bool IsFunctionalLoop(const std::string& op);
+
+// "" when the loop `node` can be compiled whole, else why not, naming the
+// function and the op that keeps it in TF.
+std::string LoopRejectReason(const tensorflow::NodeDef& node, const FunctionLookup& lookup,
+                             const SupportTable& table);
+
+// Whether a node of this op may have DT_VARIANT inputs or outputs in a
+// cluster (TensorList ops the table admits, loops, Identity).
+bool MayCarryList(const std::string& op, const SupportTable& table);
+
+// In every qualifying loop of `graph`, reads of a resource the loop carries
+// unchanged move before the loop: a ReadVariableOp there, the loop carries
+// the value, its cond and body become copies (added to the library) with
+// Identity for the reads.  Returns how many loops changed.
+int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph);
+
+// Clears clusterable[v] (with a reason when `reasons`) for nodes joined by a
+// DT_VARIANT edge to a node that is not clusterable, until none is left: a
+// TensorList never crosses a cluster's boundary.  Returns how many changed.
+int KeepListsInside(const tensorflow::GraphDef& graph,
+                    std::vector<const OpSupport*>* clusterable,
+                    std::vector<std::string>* reasons);
+
+// Variant edges between two different clusters (cluster_of: node ->
+// cluster or -1): their endpoints, to be taken out before clustering again.
+std::vector<int> ListsAcrossClusters(const tensorflow::GraphDef& graph,
+                                     const std::vector<int>& cluster_of);
+
+// Copies into fdef's attr "_disc_nested_functions" (compiler/frontend/
+// functions.py) every library function its loops reach, serialized.
+void AttachNestedFunctions(const tensorflow::FunctionDefLibrary& library,
+                           tensorflow::FunctionDef* fdef);
+
+}  // namespace tf_disc
+
+#endif  // TF_DISC_GRAPPLER_LOOP_SUPPORT_H_
