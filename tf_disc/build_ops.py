@@ -125,14 +125,33 @@ def _compile(src: str, obj: str, cflags: list, force: bool, skip: tuple = ()) ->
             if f.read().strip() == _unit_key(cflags, dep, skip):
                 return obj
     cmd = ["g++", "-c", src, "-o", obj + ".tmp", "-MMD", "-MF", dep + ".tmp"] + cflags
+    started = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError("compiling %s failed:\n%s" % (src, proc.stderr))
     os.replace(dep + ".tmp", dep)
     os.replace(obj + ".tmp", obj)
+    if _edited_since(dep, started, skip):
+        # The object may hold the old text: no stamp, so the next build compiles again.
+        if os.path.exists(stamp):
+            os.remove(stamp)
+        return obj
     with open(stamp, "w") as f:
         f.write("%s\n" % _unit_key(cflags, dep, skip))
     return obj
+
+
+def _edited_since(depfile: str, started: float, skip: tuple) -> bool:
+    """Whether a file the unit read changed after its compile started."""
+    for path in _depfile_paths(depfile):
+        if path.startswith(skip):
+            continue
+        try:
+            if os.path.getmtime(path) >= started:
+                return True
+        except OSError:
+            return True
+    return False
 
 
 def library_paths() -> list:

@@ -176,7 +176,9 @@ def test_program_split_into_units_builds_and_runs(compiler, monkeypatch, tmp_pat
     """A program's segments spread over two translation units (built in
     parallel, linked) run as the one-unit library does."""
     from blade_disc_tf.compiler import service
+    from blade_disc_tf.compiler.codegen.cpu import program
     monkeypatch.setattr(service, "parallel_units", lambda cpus, runnable: 2)
+    monkeypatch.setattr(program, "MIN_UNIT_CHARS", 4000)  # this small program splits too
     monkeypatch.setattr(service, "_runnable_tasks", lambda: 1)
     units, feat = 8, 5
     specs = [tf.TensorSpec([None, None, feat], F), tf.TensorSpec([feat, units], F),

@@ -63,3 +63,25 @@ def test_library_digest_covers_headers_at_any_depth(tmp_path, monkeypatch):
         after = build_ops._deps_hash(cfg, [], [])
         assert after != before, path
         before = after
+
+
+def test_source_edited_during_its_compile_gets_no_stamp(tmp_path, monkeypatch):
+    """A unit whose source changes while g++ runs is compiled again by the
+    next build (its object may hold the old text), not stamped up to date."""
+    d = str(tmp_path)
+    src, obj = os.path.join(d, "z.cc"), os.path.join(d, "z.o")
+    _write(src, "int z() { return 1; }\n")
+    real_run = build_ops.subprocess.run
+
+    def run_then_edit(*args, **kwargs):
+        proc = real_run(*args, **kwargs)
+        _write(src, "int z() { return 2; }\n")  # the edit lands mid-compile
+        return proc
+
+    monkeypatch.setattr(build_ops.subprocess, "run", run_then_edit)
+    build_ops._compile(src, obj, ["-O0"], force=False)
+    assert not os.path.exists(obj + ".stamp")
+    monkeypatch.setattr(build_ops.subprocess, "run", real_run)
+    first = os.stat(obj).st_ino
+    build_ops._compile(src, obj, ["-O0"], force=False)
+    assert os.stat(obj).st_ino != first and os.path.exists(obj + ".stamp")
