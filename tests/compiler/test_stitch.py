@@ -335,7 +335,7 @@ def test_row_reduce_lanes_every_tail(compiler, dtype):
     # them per step): each mix of wide loop, one-register loop and scalar
     # tail, with NaN/inf/huge entries in every position class
     exe, out_dt = compiler.executable(row_reductions, [tf.TensorSpec([None, None], dtype)])
-    # (1023..3089: float sums cross codegen/cpu/stitch.py's SUM_BLOCK)
+    # (1023..3089: float sums cross codegen/cpu/row_reduce.py's SUM_BLOCK)
     for n in [1, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 80, 127, 130, 200,
               1023, 1024, 1025, 1040, 2048 + 17, 3089]:
         x = (rng.standard_normal((6, n)) * 3).astype(dtype.as_numpy_dtype)

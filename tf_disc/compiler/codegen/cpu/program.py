@@ -21,7 +21,7 @@ from ..gemm import GEMM_HEADER, needs_helper
 from .host import ENTRY_HEAD
 from .prelude import PRELUDE_INCLUDE
 # source.py's per-version rendering, shared with straight-line functions.
-from .source import LIBRARY_EXPORTS, MIN_UNIT_CHARS, _host_block, _version
+from .source import LIBRARY_EXPORTS, MIN_UNIT_CHARS, host_block, render_version
 
 LOOP_INCLUDE = '#include "cpu/prelude/disc_loop.h"'
 _ENTRY = "entry"
@@ -134,10 +134,10 @@ def _render(segments: list[tuple[int, Segment]]) -> list[str]:
     seen: dict = {}
     out = []
     for i, seg in segments:
-        const_src, kernels, aliases, host = _version(seg.func, _ENTRY, seen, _ns(i))
+        const_src, kernels, aliases, host = render_version(seg.func, _ENTRY, seen, _ns(i))
         out.append("\n".join([f"namespace {_ns(i)} {{  // {c_comment(seg.func.name)}",
                               const_src, *[k.text for k in kernels], *aliases,
-                              _host_block(host), f"}}  // namespace {_ns(i)}", ""]))
+                              host_block(host), f"}}  // namespace {_ns(i)}", ""]))
     return out
 
 
@@ -149,10 +149,10 @@ def _head(prog: Program, segments: list[Segment]) -> list[str]:
 
 
 def _programs(em: _Emitter, top: str) -> list[str]:
-    return [_host_block("\n".join([f"namespace {_PROGRAMS} {{", *em.functions,
+    return [host_block("\n".join([f"namespace {_PROGRAMS} {{", *em.functions,
                                    f"}}  // namespace {_PROGRAMS}"])),
             LIBRARY_EXPORTS,
-            _host_block("\n".join([ENTRY_HEAD, f"  return {top}(rt, inputs, num_inputs);",
+            host_block("\n".join([ENTRY_HEAD, f"  return {top}(rt, inputs, num_inputs);",
                                    "}", ""]))]
 
 

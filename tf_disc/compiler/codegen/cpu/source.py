@@ -43,7 +43,7 @@ HOST_OPT = "O1"
 _GCC_ONLY = "#if defined(__GNUC__) && !defined(__clang__)\n{}\n#endif"
 
 
-def _host_block(host: str) -> str:
+def host_block(host: str) -> str:
     """host code compiled at HOST_OPT (the rest of the unit keeps -O3)."""
     begin = f'#pragma GCC push_options\n#pragma GCC optimize("{HOST_OPT}")'
     return "\n".join([_GCC_ONLY.format(begin), host, _GCC_ONLY.format("#pragma GCC pop_options")])
@@ -88,7 +88,7 @@ def dedupe_kernels(kernels: list[NamedKernel], seen: dict | None = None,
     return emitted, aliases
 
 
-def _version(func: Func, entry_name: str | None, seen: dict,
+def render_version(func: Func, entry_name: str | None, seen: dict,
              ns: str) -> tuple[str, list[NamedKernel], list[str], str]:
     """(constant arrays, kernels, kernel aliases, host source) of one version
     (in namespace ns; seen: dedupe_kernels')."""
@@ -130,11 +130,11 @@ LIBRARY_EXPORTS = ("extern \"C\" __attribute__((visibility(\"default\"))) int32_
 
 def _entry(host: str) -> list[str]:
     """The exports, then the host code of an unspeculated function."""
-    return [LIBRARY_EXPORTS, _host_block(host)]
+    return [LIBRARY_EXPORTS, host_block(host)]
 
 
 def _dispatch(func: Func) -> list[str]:
-    return [LIBRARY_EXPORTS, _host_block("\n".join([
+    return [LIBRARY_EXPORTS, host_block("\n".join([
         ENTRY_HEAD,
         f"  if ({_guard(func)})",
         "    return disc_speculated::entry(rt, inputs, num_inputs);",
@@ -152,8 +152,8 @@ def _helper(func: Func) -> list[str]:
 def _render_versions(func: Func) -> list[tuple[str, list[NamedKernel], list[str], str]]:
     seen: dict = {}
     if func.general is None:
-        return [_version(func, None, seen, "")]
-    return [_version(f, "entry", seen, ns) for f, ns in zip(_versions(func), _SPECULATED)]
+        return [render_version(func, None, seen, "")]
+    return [render_version(f, "entry", seen, ns) for f, ns in zip(_versions(func), _SPECULATED)]
 
 
 def _one_unit(func: Func, versions: list) -> str:
@@ -166,7 +166,7 @@ def _one_unit(func: Func, versions: list) -> str:
     parts = head + _helper(func)
     for ns, (const_src, kernels, aliases, host) in zip(_SPECULATED, versions):
         parts += [f"namespace {ns} {{", const_src, *[k.text for k in kernels], *aliases,
-                  _host_block(host), f"}}  // namespace {ns}", ""]
+                  host_block(host), f"}}  // namespace {ns}", ""]
     return "\n".join(parts + _dispatch(func))
 
 
@@ -220,7 +220,7 @@ def generate_library(func: Func, units: int) -> tuple[str, list[str]]:
                 scope = [const_src,
                          *[k.code.struct(k.name) + "\n" + "\n".join(k.code.declarations(k.name))
                            + "\n" for k in others],
-                         *mine, *aliases] + ([_host_block(host)] if spec else [])
+                         *mine, *aliases] + ([host_block(host)] if spec else [])
             else:
                 scope = mine
             parts += [f"namespace {ns} {{", *scope, f"}}  // namespace {ns}", ""]
