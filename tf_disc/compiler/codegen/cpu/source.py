@@ -89,7 +89,7 @@ def dedupe_kernels(kernels: list[NamedKernel], seen: dict | None = None,
 
 
 def render_version(func: Func, entry_name: str | None, seen: dict,
-             ns: str) -> tuple[str, list[NamedKernel], list[str], str]:
+                   ns: str) -> tuple[str, list[NamedKernel], list[str], str]:
     """(constant arrays, kernels, kernel aliases, host source) of one version
     (in namespace ns; seen: dedupe_kernels')."""
     consts = {op.result: op for op in func.ops if op.name == "constant"}
