@@ -1,5 +1,5 @@
 """GEMM epilogues: the loop kernel that applies bias, activation and residual
-to a dot's result runs inside the GEMM (rt->gemm_epilogue), on each tile of
+to a dot's result runs inside the GEMM (DiscGemmArgs::epilogue), on each tile of
 C right after the tile is computed and still in cache, instead of as a
 second pass over C with its own thread-pool hop.
 
