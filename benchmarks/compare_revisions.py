@@ -10,10 +10,10 @@ in the same process (e.g. "tf/disc"), which cancel most of the noise.
     python benchmarks/compare_revisions.py --old /work/main --new . --rounds 3 \\
         -- fusion_micro.py --repeats 20
 
---old/--new name a checkout; its package is imported from there (a
-`.shim` folder mapping blade_disc_tf, compiler and runtime, as helper
-worktrees have, or the checkout's tf_disc/python installed in editable
-mode when it has none)."""
+--old/--new name a checkout with its op library built (python
+tf_disc/build_ops.py there); its package is imported from there through a
+temporary folder of links (blade_disc_tf, compiler, runtime), whatever is
+installed."""
 from __future__ import annotations
 
 import argparse
@@ -21,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from typing import Dict, List, Tuple
 
 from platform_info import cpu_summary
@@ -30,10 +31,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 Cells = Dict[Tuple[str, str, str], List[float]]
 
 
-def _env(checkout: str) -> dict:
+def _env(checkout: str, links: str) -> dict:
+    """The environment importing blade_disc_tf from checkout: links (a new
+    folder) gets the package's three import names, pointing into it."""
+    src = os.path.join(os.path.abspath(checkout), "tf_disc")
+    for name, folder in (("blade_disc_tf", "python"), ("compiler", "compiler"),
+                         ("runtime", "runtime")):
+        os.symlink(os.path.join(src, folder), os.path.join(links, name))
     env = dict(os.environ)
-    shim = os.path.join(os.path.abspath(checkout), ".shim")
-    env["PYTHONPATH"] = shim if os.path.isdir(shim) else ""
+    env["PYTHONPATH"] = links
     return env
 
 
@@ -70,7 +76,8 @@ def _number(text: str) -> float | None:
 
 def run(checkout: str, script: List[str]) -> str:
     cmd = [sys.executable, os.path.join(HERE, script[0]), *script[1:]]
-    proc = subprocess.run(cmd, env=_env(checkout), capture_output=True, text=True)
+    with tempfile.TemporaryDirectory() as links:
+        proc = subprocess.run(cmd, env=_env(checkout, links), capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{checkout}: {' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     return proc.stdout

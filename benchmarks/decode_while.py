@@ -25,7 +25,6 @@ from models.transformer import Config, make_weights, next_token_logits  # noqa: 
 from timing import interleaved_medians, print_table  # noqa: E402
 
 
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=32)

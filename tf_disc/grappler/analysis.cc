@@ -79,14 +79,15 @@ absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable&
   }
   // A TensorList never crosses a cluster's boundary: its nodes leave the
   // clusterable set until every list edge is inside one cluster.
+  const VariantEdgeList edges = VariantEdges(out->index);
   for (int round = 0; round < kMaxListRounds; ++round) {
-    KeepListsInside(*out->graph, &out->clusterable, reasons);
+    KeepListsInside(*out->graph, edges, &out->clusterable, reasons);
     out->clusters = FormClusters(out->index, out->clusterable, min_cluster_size, reasons);
     std::vector<int> cluster_of(out->graph->node_size(), -1);
     for (size_t c = 0; c < out->clusters.size(); ++c) {
       for (int v : out->clusters[c]) cluster_of[v] = static_cast<int>(c);
     }
-    std::vector<int> across = ListsAcrossClusters(*out->graph, cluster_of);
+    std::vector<int> across = ListsAcrossClusters(edges, cluster_of);
     if (across.empty()) return absl::OkStatus();
     for (int v : across) {
       out->clusterable[v] = nullptr;

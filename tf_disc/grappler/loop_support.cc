@@ -304,40 +304,32 @@ tensorflow::DataTypeVector OutputTypes(const NodeDef& n) {
   return out;
 }
 
-// (src, dst) node indices of the graph's DT_VARIANT data edges.
-std::vector<std::pair<int, int>> VariantEdges(const tensorflow::GraphDef& graph) {
-  std::unordered_map<std::string, int> index;
-  for (int i = 0; i < graph.node_size(); ++i) index[graph.node(i).name()] = i;
+}  // namespace
+
+VariantEdgeList VariantEdges(const GraphIndex& index) {
+  const tensorflow::GraphDef& graph = *index.graph;
   std::vector<tensorflow::DataTypeVector> types(graph.node_size());
   std::vector<char> typed(graph.node_size(), 0);
-  std::vector<std::pair<int, int>> edges;
+  VariantEdgeList edges;
   for (int d = 0; d < graph.node_size(); ++d) {
-    for (const std::string& in : graph.node(d).input()) {
-      if (in.empty() || in[0] == '^') continue;
-      const size_t colon = in.rfind(':');
-      auto it = index.find(in.substr(0, colon));
-      if (it == index.end()) continue;
-      const int s = it->second;
-      const int port = colon == std::string::npos ? 0 : std::atoi(in.c_str() + colon + 1);
-      if (!typed[s]) {
-        types[s] = OutputTypes(graph.node(s));
-        typed[s] = 1;
+    for (const GraphEdge& e : index.in_edges[d]) {
+      if (e.src_port < 0) continue;  // control edge
+      if (!typed[e.src]) {
+        types[e.src] = OutputTypes(graph.node(e.src));
+        typed[e.src] = 1;
       }
-      if (port < static_cast<int>(types[s].size()) &&
-          types[s][port] == tensorflow::DT_VARIANT) {
-        edges.emplace_back(s, d);
+      if (e.src_port < static_cast<int>(types[e.src].size()) &&
+          types[e.src][e.src_port] == tensorflow::DT_VARIANT) {
+        edges.emplace_back(e.src, d);
       }
     }
   }
   return edges;
 }
 
-}  // namespace
-
-int KeepListsInside(const tensorflow::GraphDef& graph,
+int KeepListsInside(const tensorflow::GraphDef& graph, const VariantEdgeList& edges,
                     std::vector<const OpSupport*>* clusterable,
                     std::vector<std::string>* reasons) {
-  const std::vector<std::pair<int, int>> edges = VariantEdges(graph);
   int changed = 0;
   for (bool again = true; again;) {
     again = false;
@@ -357,10 +349,10 @@ int KeepListsInside(const tensorflow::GraphDef& graph,
   return changed;
 }
 
-std::vector<int> ListsAcrossClusters(const tensorflow::GraphDef& graph,
+std::vector<int> ListsAcrossClusters(const VariantEdgeList& edges,
                                      const std::vector<int>& cluster_of) {
   std::vector<int> out;
-  for (const auto& e : VariantEdges(graph)) {
+  for (const auto& e : edges) {
     if (cluster_of[e.first] != cluster_of[e.second]) {
       out.push_back(e.first);
       out.push_back(e.second);

@@ -11,10 +11,12 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensorflow/core/framework/function.pb.h"
 #include "tensorflow/core/framework/graph.pb.h"
+#include "tf_disc/grappler/control_flow_info.h"
 #include "tf_disc/grappler/support_table.h"
 
 namespace tf_disc {
@@ -41,16 +43,21 @@ bool MayCarryList(const std::string& op, const SupportTable& table);
 // Identity for the reads.  Returns how many loops changed.
 int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph);
 
+// (src, dst) node indices of the indexed graph's DT_VARIANT data edges:
+// found once per graph, then read by the two functions below every round.
+using VariantEdgeList = std::vector<std::pair<int, int>>;
+VariantEdgeList VariantEdges(const GraphIndex& index);
+
 // Clears clusterable[v] (with a reason when `reasons`) for nodes joined by a
 // DT_VARIANT edge to a node that is not clusterable, until none is left: a
 // TensorList never crosses a cluster's boundary.  Returns how many changed.
-int KeepListsInside(const tensorflow::GraphDef& graph,
+int KeepListsInside(const tensorflow::GraphDef& graph, const VariantEdgeList& edges,
                     std::vector<const OpSupport*>* clusterable,
                     std::vector<std::string>* reasons);
 
 // Variant edges between two different clusters (cluster_of: node ->
 // cluster or -1): their endpoints, to be taken out before clustering again.
-std::vector<int> ListsAcrossClusters(const tensorflow::GraphDef& graph,
+std::vector<int> ListsAcrossClusters(const VariantEdgeList& edges,
                                      const std::vector<int>& cluster_of);
 
 // Copies into fdef's attr "_disc_nested_functions" (compiler/frontend/
