@@ -35,7 +35,7 @@ class DiscGemmArgs(ctypes.Structure):
                 ("m", _I64), ("n", _I64), ("k", _I64), ("a", _PTR), ("lda", _I64),
                 ("stride_a", _I64), ("b", _PTR), ("ldb", _I64), ("stride_b", _I64),
                 ("c", _PTR), ("ldc", _I64), ("stride_c", _I64), ("epilogue", _PTR),
-                ("closure", _PTR), ("c_offset", _I64)]
+                ("closure", _PTR), ("c_offset", _I64), ("bias", _PTR), ("activation", _I32)]
 
 
 class DiscGemmPart(ctypes.Structure):
@@ -63,7 +63,8 @@ class DiscRuntime(ctypes.Structure):
                 ("alloc_output", AllocOutput), ("alloc_temp", AllocTemp),
                 ("free_temp", FreeTemp), ("parallel_for", ParallelFor),
                 ("set_error", SetError), ("gemm", Gemm), ("gemm_multi", GemmMulti),
-                ("window", Window)]
+                ("window", Window), ("launch", _PTR), ("device_info", _PTR),
+                ("memset_async", _PTR), ("memcpy_async", _PTR), ("sync", _PTR)]
 
 
 _GEMM_DTYPES = {1: np.float32, 2: np.float64}

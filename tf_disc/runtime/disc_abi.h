@@ -19,6 +19,13 @@
  *    returns non-zero; outputs not yet allocated are then ignored.
  *  - Buffers are dense row-major; data may be NULL for zero-element tensors.
  *  - parallel_for blocks until fn has covered [0, n) in disjoint ranges.
+ *  - A DISC_DEVICE_CUDA library also exports its device code and kernel
+ *    table: `const void* disc_cuda_image(size_t* size)` (a fatbin: cubins
+ *    per SM architecture and PTX), `int32_t disc_cuda_kernel_count(void)`
+ *    and `const char* disc_cuda_kernel_name(int32_t i)`; rt->launch's
+ *    `kernel` is an index into that table.  Its int32 buffers (inputs,
+ *    outputs) live in host memory, as TF keeps int32 tensors on GPUs (shape
+ *    arithmetic stays on the host); every other buffer is device memory.
  */
 #ifndef TF_DISC_RUNTIME_DISC_ABI_H_
 #define TF_DISC_RUNTIME_DISC_ABI_H_
@@ -34,7 +41,7 @@ extern "C" {
  * library built for another version (a converted SavedModel's executable is
  * then rebuilt from its cluster's function, or the cluster runs in TF), and
  * generated sources assert it, so the disk cache never reuses one. */
-#define DISC_ABI_VERSION 11
+#define DISC_ABI_VERSION 12
 #define DISC_MAX_RANK 8
 
 /* Where a library's code runs and its buffers live (DiscRuntime::device). */
@@ -56,6 +63,8 @@ extern "C" {
 /* Element types of rt->gemm (values of tensorflow::DataType). */
 #define DISC_DTYPE_FLOAT 1
 #define DISC_DTYPE_DOUBLE 2
+#define DISC_DTYPE_BFLOAT16 14
+#define DISC_DTYPE_HALF 19
 /* OR'ed into a DISC_DTYPE_FLOAT gemm dtype, and a DISC_WINDOW_CONV window's,
  * by code compiled with fast_math="bf16": the runtime may round the operands
  * (A and B; input and filter) to bf16 (fp32 accumulation; error bound in
@@ -97,6 +106,9 @@ typedef struct DiscBuffer {
 #define DISC_ACT_NONE 0
 #define DISC_ACT_RELU 1  /* max(x, 0), NaN kept */
 #define DISC_ACT_RELU6 2 /* min(max(x, 0), 6), NaN kept */
+/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): DiscGemmArgs::activation
+ * on DISC_DEVICE_CUDA only (cuBLASLt's GELU epilogue is this form). */
+#define DISC_ACT_GELU_TANH 3
 
 /* One windowed op over a dense NHWC input [batch, in_h, in_w, in_c] into a
  * dense NHWC output [batch, out_h, out_w, out_c].  Output pixel (y, x) reads
@@ -139,7 +151,11 @@ typedef void (*DiscParallelFn)(void* closure, int64_t begin, int64_t end);
  * reading C): epilogue(closure, begin, end) for flat element offsets
  * c_offset + b * stride_c + i * ldc + j, j over consecutive columns of one
  * row (several whole rows in one call when ldc == n).  Every element of C is
- * covered by exactly one call; calls may run concurrently. */
+ * covered by exactly one call; calls may run concurrently.
+ * On DISC_DEVICE_CUDA, epilogue is NULL (device code cannot be called back
+ * from the host); instead bias (an n-vector of dtype, or NULL) is added to
+ * every row of C_b and then activation (a DISC_ACT_*) applied, in the GEMM's
+ * own epilogue.  CPU code leaves bias NULL and activation DISC_ACT_NONE. */
 typedef struct DiscGemmArgs {
   int32_t dtype, trans_a, trans_b;
   int64_t batch, m, n, k;
@@ -152,6 +168,8 @@ typedef struct DiscGemmArgs {
   DiscParallelFn epilogue;
   void* closure;
   int64_t c_offset;
+  const void* bias;
+  int32_t activation;
 } DiscGemmArgs;
 
 /* One product of a DiscGemmMultiArgs: C (m x n, row stride ldc) =
@@ -180,6 +198,29 @@ typedef struct DiscGemmMultiArgs {
   int32_t num_parts;
   const DiscGemmPart* parts;
 } DiscGemmMultiArgs;
+
+/* Launch geometry of one device kernel (rt->launch); smem is the dynamic
+ * shared memory in bytes. */
+typedef struct DiscLaunchDims {
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t smem;
+} DiscLaunchDims;
+
+/* Facts about the device a call runs on (rt->device_info), for schedules
+ * chosen at run time from the dims (rows per block, grid caps). */
+typedef struct DiscDeviceInfo {
+  int32_t sm_count;
+  int32_t cc_major, cc_minor;
+  int32_t max_threads_per_sm;
+  int32_t smem_per_block_optin;
+  int64_t l2_bytes;
+} DiscDeviceInfo;
+
+/* Kinds of rt->memcpy_async. */
+#define DISC_COPY_HOST_TO_DEVICE 0
+#define DISC_COPY_DEVICE_TO_HOST 1
+#define DISC_COPY_DEVICE_TO_DEVICE 2
 
 typedef struct DiscRuntime {
   /* Opaque per-call context owned by the runtime; every function below
@@ -210,8 +251,24 @@ typedef struct DiscRuntime {
    * error (unsupported dtype, bad arguments). */
   int32_t (*gemm)(void* ctx, const DiscGemmArgs* args);
   int32_t (*gemm_multi)(void* ctx, const DiscGemmMultiArgs* args);
-  /* One windowed op (DiscWindowArgs). */
+  /* One windowed op (DiscWindowArgs).  NULL on DISC_DEVICE_CUDA. */
   int32_t (*window)(void* ctx, const DiscWindowArgs* args);
+  /* Device targets; NULL on the CPU.  Each returns 0, or non-zero after
+   * recording an error.  launch queues kernel `kernel` of the library's
+   * table on rt->stream with a copy of args (args_size bytes, the kernel's
+   * one by-value parameter); an empty grid launches nothing. */
+  int32_t (*launch)(void* ctx, int32_t kernel, const DiscLaunchDims* dims,
+                    const void* args, size_t args_size);
+  int32_t (*device_info)(void* ctx, DiscDeviceInfo* out);
+  /* Queues a fill of `bytes` bytes at device address dst with `byte`. */
+  int32_t (*memset_async)(void* ctx, void* dst, int32_t byte, size_t bytes);
+  /* Queues a copy of a DISC_COPY_* kind.  A host source may be reused as
+   * soon as the call returns; a host destination is valid only after
+   * rt->sync. */
+  int32_t (*memcpy_async)(void* ctx, void* dst, const void* src, size_t bytes,
+                          int32_t kind);
+  /* Waits until the work queued on rt->stream is done. */
+  int32_t (*sync)(void* ctx);
 } DiscRuntime;
 
 typedef int32_t (*DiscAbiVersionFn)(void);

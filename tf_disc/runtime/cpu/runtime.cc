@@ -32,6 +32,11 @@ KernelRuntime::KernelRuntime(OpKernelContext* ctx, const StableInputs* stable)
   abi_.gemm = &KernelRuntime::Gemm;
   abi_.gemm_multi = &KernelRuntime::GemmMulti;
   abi_.window = &KernelRuntime::Window;
+  abi_.launch = nullptr;
+  abi_.device_info = nullptr;
+  abi_.memset_async = nullptr;
+  abi_.memcpy_async = nullptr;
+  abi_.sync = nullptr;
 }
 
 KernelRuntime::~KernelRuntime() {
@@ -208,6 +213,11 @@ int32_t KernelRuntime::Gemm(void* self_ptr, const DiscGemmArgs* g) {
   auto* self = static_cast<KernelRuntime*>(self_ptr);
   if (g == nullptr) {
     SetError(self_ptr, DISC_ERROR_INTERNAL, "DiscLaunch: gemm: null arguments");
+    return 1;
+  }
+  if (g->bias != nullptr || g->activation != DISC_ACT_NONE) {
+    SetError(self_ptr, DISC_ERROR_INTERNAL,
+             "DiscLaunch: gemm: bias/activation are device-only (CPU code uses the epilogue)");
     return 1;
   }
   PoolView pool = ViewPool(self->ctx_);
