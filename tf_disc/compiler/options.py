@@ -25,5 +25,5 @@ class CompileOptions:
     # "cpu_reference" the tests compare the vectorized kernels with.
     target: str = "cpu"
     # Asynchronous compile: requests keep running in TF meanwhile, so the
-    # system compiler runs at BACKGROUND_NICE (build/cache.py _lower_priority).
+    # system compiler runs at BACKGROUND_NICE (build/process.py lower_priority).
     background: bool = False

@@ -168,7 +168,8 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
             sources, options.cache_dir, options.cxx, extra,
             options.forbid_compile, options.timeout_s,
             os.path.join(dump_dir, "compile.log") if dump_dir else None, key_source=library,
-            nice=BACKGROUND_NICE if options.background else 0, target=target.cache_identity())
+            nice=BACKGROUND_NICE if options.background else 0, target=target.cache_identity(),
+            prelude=target.precompiled_header())
         if rkey:
             request_index.record(os.path.dirname(path), rkey, key)
         secs = time.monotonic() - t0

@@ -30,8 +30,6 @@ import hashlib
 import logging
 import os
 import shutil
-import signal
-import stat
 import subprocess
 import tempfile
 import threading
@@ -43,6 +41,9 @@ from .. import __version__
 from ..errors import CompileError
 from .command import compile_command, compiler_identity, link_command, object_command
 from .headers import headers_digest
+from .precompiled import build_in_background, ready_flags
+from .process import run_compiler
+from .trust import untrusted_reason
 
 log = logging.getLogger("blade_disc_tf.compiler")
 
@@ -76,23 +77,6 @@ def _warn_once(msg: str) -> None:
     if msg not in _warned:
         _warned.add(msg)
         log.warning("%s", msg)
-
-
-def untrusted_reason(path: str, want_dir: bool) -> str | None:
-    """Why `path` must not be trusted, or None when it is ours and safe."""
-    try:
-        st = os.lstat(path)
-    except OSError as e:
-        return f"cannot stat {path}: {e.strerror}"
-    if want_dir and not stat.S_ISDIR(st.st_mode):
-        return f"{path} is not a directory"
-    if not want_dir and not stat.S_ISREG(st.st_mode):
-        return f"{path} is not a regular file"
-    if st.st_uid != os.getuid():
-        return f"{path} is owned by uid {st.st_uid}, not {os.getuid()}"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"{path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
-    return None
 
 
 def file_sha256(path: str) -> str:
@@ -161,60 +145,13 @@ class _Run:
     nice: int
 
 
-def _lower_priority(pid: int, nice: int) -> None:
-    """Best effort: the compiler session `pid` (driver and the cc1plus, as and
-    ld it starts) at `nice`.  With autogroup scheduling (Linux's default on
-    desktops and here) its new session is a group of its own that the kernel
-    shares the CPUs with fairly, whatever its processes' nice values, so the
-    group's nice is set too.  Measured on 2 cores (BERT workload B, async
-    compile, requests 2, 3 and 5 against a stock TF cold pass): 1.1-2.0x
-    their time with the compiler at nice 0 or at nice 15 in its own group,
-    0.64-0.97x with both."""
-    try:
-        os.setpriority(os.PRIO_PGRP, pid, nice)
-    except OSError:
-        return
-    try:
-        with open(f"/proc/{pid}/autogroup", "w") as f:
-            f.write(str(nice))
-    except OSError:
-        pass  # no autogroup scheduling: the process nice value is what counts
-
-
-def _run_compiler(cmd: list, timeout_s: float, nice: int = 0) -> subprocess.CompletedProcess:
-    """Runs the compiler in its own process group so that a timeout kills the
-    driver and everything it started (cc1plus, as, ld); nice > 0 lowers its
-    CPU priority (_lower_priority)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    if nice > 0:
-        _lower_priority(proc.pid, nice)
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            proc.kill()
-        proc.communicate()
-        raise
-    except BaseException:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
-        raise
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-
-
 def _run_all(cmds: list[list[str]], timeout_s: float,
              nice: int) -> list[subprocess.CompletedProcess]:
     """Runs the commands at the same time (one compiler per translation unit)."""
     if len(cmds) == 1:
-        return [_run_compiler(cmds[0], timeout_s, nice)]
+        return [run_compiler(cmds[0], timeout_s, nice)]
     with ThreadPoolExecutor(len(cmds)) as pool:
-        futures = [pool.submit(_run_compiler, c, timeout_s, nice) for c in cmds]
+        futures = [pool.submit(run_compiler, c, timeout_s, nice) for c in cmds]
         return [f.result() for f in futures]
 
 
@@ -317,20 +254,26 @@ def _build_in(directory: str, key: str, sources: list[str], run: _Run, forbid_co
 def build(sources: list[str], cache_dir: str, cxx: str, extra: tuple, forbid_compile: bool,
           timeout_s: float, log_path: str | None = None,
           key_source: str | None = None, nice: int = 0,
-          target: str = "target=cpu") -> tuple[str, bool, str]:
+          target: str = "target=cpu", prelude: str | None = None) -> tuple[str, bool, str]:
     """sources: the translation units of one library (several are compiled
     in parallel and linked); key_source: the same library as one unit, the
     cache key (default: the units joined); nice > 0: the compiler runs at
     lower CPU priority (a compile in the background of running requests);
-    target: the target's identity, in the key.  Returns (library path,
-    compiled?, key)."""
+    target: the target's identity, in the key; prelude: the header every
+    unit includes first, precompiled when ready (precompiled.py; not in the
+    key: the code is the same).  Returns (library path, compiled?, key)."""
     key = cache_key("\n".join(sources) if key_source is None else key_source, target, cxx,
                     extra, timeout_s)
     run = _Run(cxx, extra, timeout_s, nice)
     directory, why = usable_cache_dir(cache_dir)
     if why is None:
+        pch = ready_flags(directory, cxx, extra, prelude, timeout_s)
         try:
-            path, compiled = _build_in(directory, key, sources, run, forbid_compile, log_path)
+            path, compiled = _build_in(directory, key, sources,
+                                       _Run(cxx, extra + pch, timeout_s, nice),
+                                       forbid_compile, log_path)
+            if compiled and not pch:
+                build_in_background(directory, cxx, extra, prelude, timeout_s)
             return path, compiled, key
         except OSError as e:
             # Read-only or full cache dir: retry in this process's own dir.

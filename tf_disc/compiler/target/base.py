@@ -44,6 +44,12 @@ class Target(abc.ABC):
         """Compiler flags beyond the build's fixed ones for this request
         (e.g. an ISA tier); part of the disk-cache key."""
 
+    def precompiled_header(self) -> str | None:
+        """The header (relative to the runtime's include folder) every
+        generated unit includes first, for the build to precompile
+        (build/precompiled.py); None: none."""
+        return None
+
     def supports(self, op: Op) -> bool:
         """Whether generate() can emit `op` (after passes())."""
         return True

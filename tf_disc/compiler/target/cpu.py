@@ -11,6 +11,7 @@ import platform
 
 from ..build import isa
 from ..codegen.cpu import ops as op_table
+from ..codegen.cpu.prelude import PRELUDE_HEADER
 from ..codegen.cpu.source import generate_library
 from ..ir.core import Func
 from ..options import CompileOptions
@@ -38,6 +39,9 @@ class CpuTarget(Target):
     def generate_program(self, program, units: int = 1) -> tuple[str, list[str]]:
         from ..codegen.cpu.program import generate_program
         return generate_program(program, units)
+
+    def precompiled_header(self) -> str | None:
+        return PRELUDE_HEADER
 
     def build_flags(self, request: dict, options: CompileOptions) -> tuple[str, ...]:
         """The request's ISA tier (the op library's choice), else the

@@ -1,0 +1,132 @@
+"""A precompiled prelude header in the disk cache, so that each translation
+unit of a generated library skips parsing the prelude and the C++ standard
+headers it pulls in (<cmath> and friends: most of a small unit's parse time).
+
+GCC looks for `<dir>/<header>.gch` before `<header>` in every include folder
+and uses it only when it is valid for the command's flags; otherwise it reads
+the header as usual, so the generated code is the same either way and a
+missing, stale or foreign .gch costs nothing but the parse.  The .gch lives
+in <cache_dir>/pch/<key>/, key = sha256 of the object command line (target
+flags included), the compiler's identity, the runtime headers' bytes
+(headers.headers_digest) and the header's name.
+
+A build never waits for it: a build that found none starts one when it is
+done, in the background at PCH_NICE (one per key per process), so it never
+competes with the build itself; later builds (other clusters, later
+processes sharing the cache) use it.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import threading
+
+from .. import __version__
+from .command import compiler_identity, include_dir, object_command
+from .headers import headers_digest
+from .process import run_compiler
+from .trust import untrusted_reason
+
+log = logging.getLogger("blade_disc_tf.compiler")
+
+PCH_FOLDER = "pch"
+# Never waited on: it runs behind everything, compiles included.
+PCH_NICE = 19
+
+_lock = threading.Lock()
+_started: set = set()      # keys whose build this process started
+_ready: dict = {}          # key -> a folder holding its valid .gch
+
+
+def pch_key(cxx: str, extra: tuple, header: str, timeout_s: float = 30.0) -> str:
+    h = hashlib.sha256()
+    for part in (" ".join(object_command(cxx, "SRC", "OUT", extra)), header,
+                 compiler_identity(cxx, timeout_s), headers_digest(), __version__):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()[:32]
+
+
+def pch_command(cxx: str, extra: tuple, header: str, out: str) -> list[str]:
+    """The header precompiled with exactly the flags of the units that use it
+    (object_command; -shared of a one-unit build does not affect validity)."""
+    cmd = object_command(cxx, "SRC", out, extra)
+    at = cmd.index("SRC")
+    return cmd[:at] + ["-x", "c++-header", os.path.join(include_dir(), header)] + cmd[at + 1:]
+
+
+def _gch_path(root: str, header: str) -> str:
+    return os.path.join(root, header + ".gch")
+
+
+def _usable(root: str, header: str) -> bool:
+    return untrusted_reason(_gch_path(root, header), want_dir=False) is None
+
+
+def ready_flags(directory: str, cxx: str, extra: tuple, header: str | None,
+                timeout_s: float) -> tuple[str, ...]:
+    """("-I", folder of the .gch) to put before the runtime's include folder
+    when a precompiled `header` is ready for these flags, else ()."""
+    if not header:
+        return ()
+    key = pch_key(cxx, extra, header, timeout_s)
+    with _lock:
+        known = _ready.get(key)
+    for root in (os.path.join(directory, PCH_FOLDER, key), known):
+        if root and _usable(root, header):
+            with _lock:
+                _ready[key] = root
+            return ("-I", root)
+    return ()
+
+
+def build_in_background(directory: str, cxx: str, extra: tuple, header: str | None,
+                        timeout_s: float) -> None:
+    """Starts building the precompiled `header` for these flags in
+    <directory>/pch/ unless one is ready or this process started it already."""
+    if not header or ready_flags(directory, cxx, extra, header, timeout_s):
+        return
+    key = pch_key(cxx, extra, header, timeout_s)
+    with _lock:
+        if key in _started:
+            return
+        _started.add(key)
+    root = os.path.join(directory, PCH_FOLDER, key)
+    threading.Thread(target=_build, args=(key, root, cxx, extra, header, timeout_s),
+                     name="disc-pch", daemon=True).start()
+
+
+def _build(key: str, root: str, cxx: str, extra: tuple, header: str, timeout_s: float) -> None:
+    """Builds <root>/<header>.gch through a temp file renamed into place (a
+    concurrent build in another process renames the same bytes)."""
+    gch = _gch_path(root, header)
+    tmp = None
+    try:
+        os.makedirs(os.path.dirname(gch), mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".gch", dir=os.path.dirname(gch), prefix=".pch-")
+        os.close(fd)
+        proc = run_compiler(pch_command(cxx, extra, header, tmp), timeout_s, PCH_NICE)
+        if proc.returncode != 0:
+            log.info("precompiled header not built: %s", proc.stderr.strip()[:300])
+            return
+        os.chmod(tmp, 0o600)
+        os.rename(tmp, gch)
+        tmp = None
+        with _lock:
+            _ready[key] = root
+        log.info("precompiled header %s built", gch)
+    except Exception as e:  # noqa: BLE001 - an optimization only: never fail a build
+        log.info("precompiled header not built: %s", e)
+    finally:
+        if tmp:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def wait_for_builds(timeout_s: float = 60.0) -> None:
+    """Joins this process's running header builds (tests, benchmarks)."""
+    for thread in [t for t in threading.enumerate() if t.name == "disc-pch"]:
+        thread.join(timeout_s)

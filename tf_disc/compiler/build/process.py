@@ -1,0 +1,55 @@
+"""Running the system compiler: in its own process group (a timeout kills
+everything it started) and, for work in the background of running requests,
+at lower CPU priority."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+
+def lower_priority(pid: int, nice: int) -> None:
+    """Best effort: the compiler session `pid` (driver and the cc1plus, as and
+    ld it starts) at `nice`.  With autogroup scheduling (Linux's default on
+    desktops and here) its new session is a group of its own that the kernel
+    shares the CPUs with fairly, whatever its processes' nice values, so the
+    group's nice is set too.  Measured on 2 cores (BERT workload B, async
+    compile, requests 2, 3 and 5 against a stock TF cold pass): 1.1-2.0x
+    their time with the compiler at nice 0 or at nice 15 in its own group,
+    0.64-0.97x with both."""
+    try:
+        os.setpriority(os.PRIO_PGRP, pid, nice)
+    except OSError:
+        return
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError:
+        pass  # no autogroup scheduling: the process nice value is what counts
+
+
+def run_compiler(cmd: list, timeout_s: float, nice: int = 0) -> subprocess.CompletedProcess:
+    """Runs the compiler in its own process group so that a timeout kills the
+    driver and everything it started (cc1plus, as, ld); nice > 0 lowers its
+    CPU priority (lower_priority)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    if nice > 0:
+        lower_priority(proc.pid, nice)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        proc.communicate()
+        raise
+    except BaseException:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
