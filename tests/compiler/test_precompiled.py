@@ -4,6 +4,8 @@ the background of the first build, then used by the builds that follow
 garbage or not ours costs only the parse."""
 import os
 import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -121,3 +123,33 @@ def test_spoiled_gch_costs_only_the_parse(tmp_path, spoil):
     x = np.linspace(-3, 3, 7).astype(np.float32)
     (got,) = Executable(path)([x], [np.float32])
     np.testing.assert_allclose(got, tf.sigmoid(x).numpy(), rtol=1e-6)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_exit_stops_a_build_in_flight(tmp_path):
+    """A process leaving while its header builds kills the compiler and
+    leaves no temp behind."""
+    script = (
+        "import time, sys\n"
+        "from blade_disc_tf.compiler.build import precompiled\n"
+        f"precompiled.build_in_background({str(tmp_path)!r}, 'c++', {EXTRA!r}, "
+        f"{PRELUDE_HEADER!r}, 60)\n"
+        "time.sleep(0.3)\n"
+        "print(*precompiled._running)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (pgid,) = map(int, proc.stdout.split())
+    deadline = time.monotonic() + 20      # killed ones are reaped by init
+    while time.monotonic() < deadline and _group_alive(pgid):
+        time.sleep(0.1)
+    assert not _group_alive(pgid)
+    left = [f for _, _, files in os.walk(tmp_path) for f in files]
+    assert not left, left

@@ -17,6 +17,7 @@ processes sharing the cache) use it.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
@@ -26,7 +27,7 @@ import threading
 from .. import __version__
 from .command import compiler_identity, include_dir, object_command
 from .headers import headers_digest
-from .process import run_compiler
+from .process import kill_groups, run_compiler
 from .trust import untrusted_reason
 
 log = logging.getLogger("blade_disc_tf.compiler")
@@ -38,6 +39,23 @@ PCH_NICE = 19
 _lock = threading.Lock()
 _started: set = set()      # keys whose build this process started
 _ready: dict = {}          # key -> a folder holding its valid .gch
+_running: set = set()      # process groups of builds in flight
+_temps: set = set()        # their output files, not yet renamed into place
+
+
+@atexit.register
+def _stop_builds() -> None:
+    """A background build must not outlive its process, nor leave its temp."""
+    kill_groups(_running)
+    for path in list(_temps):
+        _remove(path)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def pch_key(cxx: str, extra: tuple, header: str, timeout_s: float = 30.0) -> str:
@@ -106,12 +124,14 @@ def _build(key: str, root: str, cxx: str, extra: tuple, header: str, timeout_s: 
         os.makedirs(os.path.dirname(gch), mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(suffix=".gch", dir=os.path.dirname(gch), prefix=".pch-")
         os.close(fd)
-        proc = run_compiler(pch_command(cxx, extra, header, tmp), timeout_s, PCH_NICE)
+        _temps.add(tmp)
+        proc = run_compiler(pch_command(cxx, extra, header, tmp), timeout_s, PCH_NICE, _running)
         if proc.returncode != 0:
             log.info("precompiled header not built: %s", proc.stderr.strip()[:300])
             return
         os.chmod(tmp, 0o600)
         os.rename(tmp, gch)
+        _temps.discard(tmp)
         tmp = None
         with _lock:
             _ready[key] = root
@@ -120,10 +140,8 @@ def _build(key: str, root: str, cxx: str, extra: tuple, header: str, timeout_s: 
         log.info("precompiled header not built: %s", e)
     finally:
         if tmp:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            _remove(tmp)
+            _temps.discard(tmp)
 
 
 def wait_for_builds(timeout_s: float = 60.0) -> None:

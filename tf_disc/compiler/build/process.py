@@ -28,14 +28,36 @@ def lower_priority(pid: int, nice: int) -> None:
         pass  # no autogroup scheduling: the process nice value is what counts
 
 
-def run_compiler(cmd: list, timeout_s: float, nice: int = 0) -> subprocess.CompletedProcess:
+def run_compiler(cmd: list, timeout_s: float, nice: int = 0,
+                 groups: set | None = None) -> subprocess.CompletedProcess:
     """Runs the compiler in its own process group so that a timeout kills the
     driver and everything it started (cc1plus, as, ld); nice > 0 lowers its
-    CPU priority (lower_priority)."""
+    CPU priority (lower_priority); groups: holds the group's id while it
+    runs (for kill_groups)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     if nice > 0:
         lower_priority(proc.pid, nice)
+    if groups is not None:
+        groups.add(proc.pid)
+    try:
+        return _wait(proc, cmd, timeout_s)
+    finally:
+        if groups is not None:
+            groups.discard(proc.pid)
+
+
+def kill_groups(groups: set) -> None:
+    """Kills the process groups run_compiler holds in `groups` (at exit: a
+    background build must not outlive its process)."""
+    for pgid in list(groups):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _wait(proc: subprocess.Popen, cmd: list, timeout_s: float) -> subprocess.CompletedProcess:
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
