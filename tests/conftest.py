@@ -33,7 +33,7 @@ def disc(tmp_path):
 
     disc.enable(cache_dir=str(tmp_path / "cache"), min_cluster_size=2, cxx="c++",
                 forbid_compile=False, async_compile=False, dump_dir=None, target_isa="",
-                self_guard=False)
+                self_guard=False, device="cpu")
     disc.clear_executable_cache()
     disc.reset_stats()
     yield disc

@@ -40,6 +40,13 @@ def _flags(cfg):
     farmhash = os.path.join(inc, "external", "farmhash_archive", "src")
     if os.path.isdir(farmhash):  # fingerprint.h includes farmhash.h
         cflags.append("-I" + farmhash)
+    # The CUDA headers the wheel ships (cuda.h, cublasLt.h): the GPU runtime
+    # compiles against them and loads the libraries at run time.
+    # (cublasLt.h's cuda_fp16.h includes libcudacxx's nv/target).
+    for cuda in (("third_party", "gpus", "cuda", "include"),
+                 ("third_party", "gpus", "cuda", "libcudacxx", "include")):
+        if os.path.isdir(os.path.join(inc, *cuda)):
+            cflags.append("-I" + os.path.join(inc, *cuda))
     cflags += cfg.get("extra_cflags", [])
     # Only libtensorflow_framework.so.2: never a second protobuf/libpython.
     ldflags = list(tf.sysconfig.get_link_flags()) + cfg.get("extra_ldflags", [])

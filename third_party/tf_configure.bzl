@@ -47,7 +47,8 @@ load("@bazel_tools//tools/python:toolchain.bzl", "py_runtime_pair")
 package(default_visibility = ["//visibility:public"])
 
 # The wheel's headers (include/ is a symlink to {include_dir}).  Only
-# external/farmhash_archive of include/external is used (fingerprint.h).
+# external/farmhash_archive of include/external is used (fingerprint.h); the
+# CUDA headers (cuda.h, cublasLt.h) are what the GPU runtime compiles against.
 cc_library(
     name = "tf_headers",
     hdrs = glob(
@@ -57,6 +58,8 @@ cc_library(
     includes = [
         "include",
         "include/external/farmhash_archive/src",
+        "include/third_party/gpus/cuda/include",
+        "include/third_party/gpus/cuda/libcudacxx/include",
     ],
 )
 

@@ -50,6 +50,28 @@ def test_one_op_of_each_reason(disc):
     assert d["clusters"][0]["nodes"] == ["exp", "add"] and "lonely_neg" in str(ex)
 
 
+def _gpu_graph():
+    g = tf.Graph()
+    with g.as_default():
+        x = v1.placeholder(tf.float32, [None, None], name="x")
+        with tf.device("/device:GPU:0"):
+            a = tf.raw_ops.AddV2(x=tf.exp(x, name="exp"), y=x, name="add")
+            tf.raw_ops.Cumsum(x=a, axis=0, name="cumsum")
+        tf.raw_ops.Neg(x=tf.raw_ops.Abs(x=x, name="abs"), name="neg")
+    return g
+
+
+def test_gpu_nodes_cluster_only_with_the_gpu_option(disc):
+    off = disc.explain(_gpu_graph(), min_cluster_size=2)
+    assert off.reasons["device"] == ["exp", "add", "cumsum"], str(off)
+    assert off.clusters == [["abs", "neg"]]
+    disc.set_options(device="gpu")
+    on = disc.explain(_gpu_graph(), min_cluster_size=2)
+    # Clusters never mix devices; the CPU one is unchanged.
+    assert sorted(on.clusters) == [["abs", "neg"], ["exp", "add"]], str(on)
+    assert "device" not in on.reasons
+
+
 def test_min_cluster_size_one_takes_the_lonely_op(disc):
     ex = disc.explain(_graph_with_every_reason(), min_cluster_size=1)
     assert "cluster below min size" not in ex.reasons

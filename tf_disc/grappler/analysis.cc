@@ -37,8 +37,8 @@ const StaticDims& GraphAnalysis::InferredDims() {
 
 absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable& table,
                           const std::unordered_set<std::string>& fed_nodes,
-                          const CallInliningOptions& calls,
-                          int min_cluster_size, bool want_reasons, GraphAnalysis* out) {
+                          const CallInliningOptions& calls, int min_cluster_size,
+                          const DevicePolicy& devices, bool want_reasons, GraphAnalysis* out) {
   out->graph = &graph;
   if (HasFunctionCalls(graph)) {
     absl::Status s = InlineCompilableCalls(table, calls, graph, &out->copy, &out->calls);
@@ -64,7 +64,7 @@ absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable&
   }
   std::vector<std::string>* reasons = want_reasons ? &out->reasons : nullptr;
   out->clusterable =
-      FindClusterableNodes(*out->graph, table, fed_nodes, undecidable, reasons);
+      FindClusterableNodes(*out->graph, table, fed_nodes, undecidable, reasons, devices);
   if (reasons != nullptr && !out->calls.kept.empty()) {  // a call's own reason
     for (int i = 0; i < out->graph->node_size(); ++i) {
       auto it = out->calls.kept.find(out->graph->node(i).name());

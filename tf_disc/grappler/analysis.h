@@ -13,6 +13,7 @@
 #include "tensorflow/core/framework/graph.pb.h"
 #include "tf_disc/grappler/call_inlining.h"
 #include "tf_disc/grappler/control_flow_info.h"
+#include "tf_disc/grappler/device_policy.h"
 #include "tf_disc/grappler/static_facts.h"
 #include "tf_disc/grappler/support_table.h"
 
@@ -45,10 +46,11 @@ struct GraphAnalysis {
 // Fills *out (graph must outlive it).  calls: how function calls are
 // inlined (call_inlining.h).  Fails when the graph cannot be indexed
 // (dangling inputs, a cycle that is not a loop).
+// devices: which devices' nodes may be clustered (device_policy.h).
 absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable& table,
                           const std::unordered_set<std::string>& fed_nodes,
-                          const CallInliningOptions& calls,
-                          int min_cluster_size, bool want_reasons, GraphAnalysis* out);
+                          const CallInliningOptions& calls, int min_cluster_size,
+                          const DevicePolicy& devices, bool want_reasons, GraphAnalysis* out);
 
 }  // namespace tf_disc
 

@@ -17,6 +17,7 @@
 #include "tensorflow/core/lib/strings/proto_serialization.h"
 #include "tensorflow/core/platform/fingerprint.h"
 #include "tensorflow/core/platform/logging.h"
+#include "tf_disc/grappler/device_policy.h"
 #include "tf_disc/grappler/loop_support.h"
 #include "tf_disc/grappler/static_facts.h"
 #include "tf_disc/ops/cluster_functions.h"
@@ -48,6 +49,9 @@ struct ClusterPlan {
   std::vector<TensorRef> results;
   std::vector<DataType> result_types;
   std::vector<int64_t> const_args;
+  // Args read on the host (int32 ones, and those feeding a const or value
+  // input): a GPU launch keeps them in host memory.
+  std::vector<int64_t> host_args;
   std::vector<int64_t> stable_args;    // float args straight from Const/ReadVariableOp
   bool float_fast_math = false;        // fast math may change a float32 member
   std::set<int> copied_consts;         // outside Consts copied into the body
@@ -150,7 +154,7 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
   const tensorflow::GraphDef& graph = *index.graph;
   std::map<TensorRef, int> arg_index;
   std::unordered_set<int> control_seen;
-  std::set<int64_t> const_args;
+  std::set<int64_t> const_args, host_args;
   for (int v : members) {
     tensorflow::DataTypeVector in_types, out_types;
     absl::Status s = NodeTypes(graph.node(v), &in_types, &out_types);
@@ -177,6 +181,11 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
         if (plan->arg_types.back() == tensorflow::DT_FLOAT && IsStableSource(graph.node(e.src))) {
           plan->stable_args.push_back(it->second);
         }
+        if (plan->arg_types.back() == tensorflow::DT_INT32) host_args.insert(it->second);
+      }
+      if (support &&
+          (support->const_inputs.count(e.dst_port) || support->value_inputs.count(e.dst_port))) {
+        host_args.insert(it->second);
       }
       if (support && (support->const_inputs.count(e.dst_port) ||
                       (support->value_inputs.count(e.dst_port) &&
@@ -213,6 +222,7 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
     }
   }
   plan->const_args.assign(const_args.begin(), const_args.end());
+  plan->host_args.assign(host_args.begin(), host_args.end());
   return absl::OkStatus();
 }
 
@@ -353,6 +363,18 @@ NodeDef MakeLaunchNode(const tensorflow::GraphDef& graph,
   if (!plan.stable_args.empty()) {
     auto* stable = attr["stable_args"].mutable_list();
     for (int64_t s : plan.stable_args) stable->add_i(s);
+  }
+  if (KindOfDevice(device) == DeviceKind::kGpu) {
+    // Read by TF's MemoryTypesForNode: these args and results are placed in
+    // host memory (a CUDA library's int32 buffers, and const/value inputs,
+    // live there; disc_abi.h).  A list attr per direction, not
+    // .HostMemory("args"), which would pin the whole Targs list.
+    auto* in = attr["_input_hostmem"].mutable_list();
+    for (int64_t a : plan.host_args) in->add_i(a);
+    auto* out = attr["_output_hostmem"].mutable_list();
+    for (size_t r = 0; r < plan.result_types.size(); ++r) {
+      if (plan.result_types[r] == tensorflow::DT_INT32) out->add_i(static_cast<int64_t>(r));
+    }
   }
   return launch;
 }

@@ -9,20 +9,10 @@
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/types.h"
 #include "tensorflow/core/platform/logging.h"
-#include "tensorflow/core/util/device_name_utils.h"
 #include "tf_disc/grappler/loop_support.h"
 
 namespace tf_disc {
 namespace {
-
-bool IsCpuDevice(const std::string& device) {
-  if (device.empty()) return true;
-  tensorflow::DeviceNameUtils::ParsedName parsed;
-  if (!tensorflow::DeviceNameUtils::ParseFullName(device, &parsed)) {
-    return false;
-  }
-  return !parsed.has_type || parsed.type == "CPU";
-}
 
 // lists_ok: the op may carry TensorLists (loop_support.h MayCarryList).
 bool HasUnsupportedType(const tensorflow::DataTypeVector& types, bool lists_ok) {
@@ -165,9 +155,16 @@ std::string Reason(const char* kind, const std::string& detail) {
 std::string RejectReason(const tensorflow::NodeDef& node, const SupportTable& table,
                          const std::unordered_set<std::string>& fed_nodes,
                          const std::unordered_map<std::string, std::string>& undecidable,
-                         const FunctionLookup& functions, const OpSupport** support) {
+                         const FunctionLookup& functions, const DevicePolicy& devices,
+                         const OpSupport** support) {
   if (fed_nodes.count(node.name())) return Reason(kReasonFed, "fed by the caller");
-  if (!IsCpuDevice(node.device())) return Reason(kReasonDevice, node.device());
+  const DeviceKind device = KindOfDevice(node.device());
+  if (device == DeviceKind::kOther || (device == DeviceKind::kGpu && !devices.gpu)) {
+    return Reason(kReasonDevice, node.device());
+  }
+  if (device == DeviceKind::kGpu && !GpuAllowsOp(node.op())) {
+    return Reason(kReasonUnsupportedOp, node.op() + " on a GPU");
+  }
   if (IsFunctionalLoop(node.op())) {  // compiled whole, or left in TF
     std::string why = LoopRejectReason(node, functions, table);
     if (!why.empty()) return Reason(kReasonUnsupportedOp, node.op() + " " + why);
@@ -260,7 +257,7 @@ std::vector<const OpSupport*> FindClusterableNodes(
     const tensorflow::GraphDef& graph, const SupportTable& table,
     const std::unordered_set<std::string>& fed_nodes,
     const std::unordered_map<std::string, std::string>& undecidable,
-    std::vector<std::string>* reasons) {
+    std::vector<std::string>* reasons, const DevicePolicy& devices) {
   std::vector<const OpSupport*> result(graph.node_size(), nullptr);
   if (reasons != nullptr) reasons->assign(graph.node_size(), "");
   const std::unordered_set<std::string> launches = LaunchNodes(graph);
@@ -271,7 +268,7 @@ std::vector<const OpSupport*> FindClusterableNodes(
     if (IsKeptLaunchOutput(node, launches)) {
       why = Reason(kReasonLaunchOutput, node.name());
     } else {
-      why = RejectReason(node, table, fed_nodes, undecidable, functions, &result[i]);
+      why = RejectReason(node, table, fed_nodes, undecidable, functions, devices, &result[i]);
     }
     if (reasons != nullptr) (*reasons)[i] = std::move(why);
   }

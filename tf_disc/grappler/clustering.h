@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tf_disc/grappler/control_flow_info.h"
+#include "tf_disc/grappler/device_policy.h"
 #include "tf_disc/grappler/support_table.h"
 
 namespace tf_disc {
@@ -48,11 +49,12 @@ bool IsKeptLaunchOutput(const tensorflow::NodeDef& node,
 // Fed nodes stay in TF.  With reasons, each rejected node gets its reason
 // (reasons[i] stays "" for clusterable ones); entries of `undecidable`
 // (node name -> detail, see static_facts.h) are rejected as kReasonShape.
+// Nodes on devices `devices` leaves out are rejected as kReasonDevice.
 std::vector<const OpSupport*> FindClusterableNodes(
     const tensorflow::GraphDef& graph, const SupportTable& table,
     const std::unordered_set<std::string>& fed_nodes,
     const std::unordered_map<std::string, std::string>& undecidable = {},
-    std::vector<std::string>* reasons = nullptr);
+    std::vector<std::string>* reasons = nullptr, const DevicePolicy& devices = {});
 
 // Clusters of at least min_cluster_size nodes, each in topological order;
 // clusters ordered by their first node.  Members of one cluster share

@@ -153,7 +153,9 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   CallInliningOptions calls;
   calls.keep_names = KeepNames(item);
   GraphAnalysis analysis;
-  absl::Status s = AnalyzeGraph(item.graph, *table, FedNodes(item), calls, min_size,
+  DevicePolicy devices;
+  devices.gpu = options.device == "gpu";
+  absl::Status s = AnalyzeGraph(item.graph, *table, FedNodes(item), calls, min_size, devices,
                                 /*want_reasons=*/false, &analysis);
   if (!s.ok()) {
     VLOG(1) << "DiscOptimizer: cannot analyze " << item.id << ": " << s;

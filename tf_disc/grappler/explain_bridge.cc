@@ -30,7 +30,10 @@ std::string Explain(const char* graphdef, int64_t len, const char* options_json)
   if (graphdef == nullptr || len < 0 || !graph.ParseFromArray(graphdef, static_cast<int>(len))) {
     return ErrorJson("cannot parse the GraphDef");
   }
-  int min_size = GetOptions().min_cluster_size;
+  const Options options = GetOptions();
+  int min_size = options.min_cluster_size;
+  DevicePolicy devices;
+  devices.gpu = options.device == "gpu";
   std::unordered_set<std::string> fed;
   json::Value opts;
   std::string error;
@@ -40,6 +43,12 @@ std::string Explain(const char* graphdef, int64_t len, const char* options_json)
   if (const json::Value* m = opts.Find("min_cluster_size")) {
     if (!m->is_integer() || m->as_int() < 1) return ErrorJson("bad min_cluster_size");
     min_size = static_cast<int>(m->as_int());
+  }
+  if (const json::Value* d = opts.Find("device")) {
+    if (!d->is_string() || (d->as_string() != "cpu" && d->as_string() != "gpu")) {
+      return ErrorJson("bad device");
+    }
+    devices.gpu = d->as_string() == "gpu";
   }
   if (const json::Value* f = opts.Find("fed")) {
     if (!f->is_array()) return ErrorJson("bad fed");
@@ -53,7 +62,8 @@ std::string Explain(const char* graphdef, int64_t len, const char* options_json)
   CallInliningOptions calls;
   calls.like_runtime = true;
   GraphAnalysis a;
-  absl::Status s = AnalyzeGraph(graph, *table, fed, calls, min_size, /*want_reasons=*/true, &a);
+  absl::Status s =
+      AnalyzeGraph(graph, *table, fed, calls, min_size, devices, /*want_reasons=*/true, &a);
   if (!s.ok()) return ErrorJson("graph not analyzable: " + std::string(s.message()));
   const tensorflow::GraphDef& g = *a.graph;
   std::vector<int> cluster_of(g.node_size(), -1);

@@ -13,7 +13,8 @@ extern "C" {
 
 /* graphdef / graphdef_len: a serialized tensorflow.GraphDef.
  * options_json: {"min_cluster_size": int (default: the current option),
- *                "fed": ["<node name>", ...] (nodes fed by the caller)}
+ *                "fed": ["<node name>", ...] (nodes fed by the caller),
+ *                "device": "cpu" | "gpu" (default: the current option)}
  * Writes NUL-terminated JSON into buf (truncated to cap) and returns the
  * full length needed (excluding NUL):
  *   {"nodes": [{"name": str, "op": str, "device": str,

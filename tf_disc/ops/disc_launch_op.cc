@@ -25,6 +25,8 @@
 #include "tf_disc/ops/stats.h"
 #include "tf_disc/runtime/cpu/kernel_dispatch.h"
 #include "tf_disc/runtime/cpu/runtime.h"
+#include "tf_disc/runtime/cuda/gpu_runtime.h"
+#include "tsl/platform/tensor_float_32_utils.h"
 
 namespace tf_disc {
 
@@ -104,6 +106,7 @@ class DiscLaunchOp : public AsyncOpKernel {
     }
     OP_REQUIRES_OK(ctx, ctx->GetAttr("fast_math_changes", &fast_math_changes_));
     fallback_ = std::make_unique<FunctionFallback>(std::move(f));
+    on_gpu_ = ctx->device_type() == tensorflow::DeviceType(tensorflow::DEVICE_GPU);
     stats_ = GetFunctionStats(function_);
     stats_->AttachGuard(&guard_);
   }
@@ -130,12 +133,13 @@ class DiscLaunchOp : public AsyncOpKernel {
     // Read once: key and request agree.  Only clusters with a float dot get
     // the option (and with it a key of their own): it changes nothing else.
     const bool fast_math = fast_math_changes_ && FastMathBf16();
-    std::string reason = BuildKey(ctx, fast_math, &scratch);
+    GpuCallSite site;  // on a GPU: where this call runs
+    std::string reason = BuildKey(ctx, fast_math, &site, &scratch);
     if (reason.empty()) {
       uint64_t generation;
       if (std::shared_ptr<const Executable> exe = Remembered(scratch, &generation)) {
         const uint64_t hit = stats_->RecordMemoRun(scratch, generation);
-        RunGuarded(ctx, scratch, *exe, std::move(done), hit);
+        RunGuarded(ctx, site, scratch, *exe, std::move(done), hit);
         return;
       }
     }
@@ -145,24 +149,27 @@ class DiscLaunchOp : public AsyncOpKernel {
       Fallback(ctx, std::move(done), reason);
       return;
     }
-    if (embedded_ != nullptr && RunEmbedded(ctx, key, stats_generation, &done)) return;
+    // Converted SavedModels embed CPU executables only.
+    if (embedded_ != nullptr && !on_gpu_ && RunEmbedded(ctx, key, stats_generation, &done)) {
+      return;
+    }
     Options options = GetOptions();
     LookupParams params{&function_, &key, stats_, options.async_compile,
-                        options.compile_timeout_s};
-    auto make_request = [this, ctx, &key, fast_math](std::string* request,
-                                                     std::string* fdef) {
-      return BuildRequest(ctx, key, fast_math, request, fdef);
+                        options.compile_timeout_s, on_gpu_ ? DISC_DEVICE_CUDA : DISC_DEVICE_CPU};
+    auto make_request = [this, ctx, &key, &site, fast_math](std::string* request,
+                                                            std::string* fdef) {
+      return BuildRequest(ctx, key, fast_math, site.arch, request, fdef);
     };
     // A waiting caller resumes on the compile/timeout thread (Compute is
     // blocked meanwhile): a pool could be fully blocked in such waits.
-    auto cont = [this, ctx, done, stats_generation, key](const CacheOutcome& o) {
-      Continue(ctx, key, done, o, stats_generation);
+    auto cont = [this, ctx, site, done, stats_generation, key](const CacheOutcome& o) {
+      Continue(ctx, site, key, done, o, stats_generation);
     };
     const uint64_t epoch = ExecutableCacheEpoch();
     CacheOutcome outcome;
     if (LookupExecutable(params, make_request, &outcome, std::move(cont))) {
       if (outcome.exe) Remember(key, epoch, stats_generation, outcome.exe);
-      Continue(ctx, key, std::move(done), outcome, stats_generation);
+      Continue(ctx, site, key, std::move(done), outcome, stats_generation);
     }
   }
 
@@ -227,13 +234,13 @@ class DiscLaunchOp : public AsyncOpKernel {
       return true;
     }
     Remember(key, epoch, stats_generation, exe);
-    RunGuarded(ctx, key, *exe, std::move(*done), stats_generation);
+    RunGuarded(ctx, GpuCallSite(), key, *exe, std::move(*done), stats_generation);
     return true;
   }
 
   // stats_generation: the one the run was recorded under (RecordRun).
-  void Continue(OpKernelContext* ctx, const std::string& key, DoneCallback done,
-                const CacheOutcome& o, uint64_t stats_generation) {
+  void Continue(OpKernelContext* ctx, const GpuCallSite& site, const std::string& key,
+                DoneCallback done, const CacheOutcome& o, uint64_t stats_generation) {
     if (!o.exe) {
       Fallback(ctx, std::move(done), o.fallback_reason);
       return;
@@ -243,7 +250,7 @@ class DiscLaunchOp : public AsyncOpKernel {
       hit = stats_generation;
       VLOG(1) << "DiscLaunch: " << function_ << ": executable cache hit";
     }
-    RunGuarded(ctx, key, *o.exe, std::move(done), hit);
+    RunGuarded(ctx, site, key, *o.exe, std::move(done), hit);
   }
 
   // The self-guard's size bucket: activations only (stable inputs are
@@ -259,15 +266,16 @@ class DiscLaunchOp : public AsyncOpKernel {
 
   // Runs `exe` or, where the self-guard measured TF's own ops faster for
   // this key and size, the original function; times the run for the guard.
-  void RunGuarded(OpKernelContext* ctx, const std::string& key, const Executable& exe,
-                  DoneCallback done, std::optional<uint64_t> hit) {
+  // site: where the call runs when on a GPU.
+  void RunGuarded(OpKernelContext* ctx, const GpuCallSite& site, const std::string& key,
+                  const Executable& exe, DoneCallback done, std::optional<uint64_t> hit) {
     if (!SelfGuardOn()) {
-      RunExecutable(ctx, exe, std::move(done), hit, nullptr);
+      RunExecutable(ctx, site, exe, std::move(done), hit, nullptr);
       return;
     }
     const SelfGuard::Ticket ticket = guard_.Choose(key, GuardBucket(ctx));
     if (ticket.route == SelfGuard::Route::kExecutable) {
-      RunExecutable(ctx, exe, std::move(done), hit, &ticket);
+      RunExecutable(ctx, site, exe, std::move(done), hit, &ticket);
       return;
     }
     stats_->RecordGuardTfRun();
@@ -293,9 +301,11 @@ class DiscLaunchOp : public AsyncOpKernel {
 
   // Computes the cache key into *key (cleared first): input ranks plus
   // values of const args, plus "|fast_math=bf16" when the option applies (so
-  // an executable built with it is never run without it, nor the reverse).
+  // an executable built with it is never run without it, nor the reverse),
+  // plus "|cuda=sm_XY" on a GPU (its architecture; *site filled).
   // Returns a non-empty fallback reason when the inputs cannot be compiled for.
-  std::string BuildKey(OpKernelContext* ctx, bool fast_math, std::string* key) const {
+  std::string BuildKey(OpKernelContext* ctx, bool fast_math, GpuCallSite* site,
+                       std::string* key) const {
     static_assert(DISC_MAX_RANK <= 9, "ranks are written as one digit");
     key->clear();
     for (int i = 0; i < ctx->num_inputs(); ++i) {
@@ -306,6 +316,10 @@ class DiscLaunchOp : public AsyncOpKernel {
       if (i) key->push_back(',');
       key->push_back(static_cast<char>('0' + rank));
     }
+    // Const args are read below, and int32 buffers by CUDA libraries, on the host.
+    if (on_gpu_) {
+      if (std::string why = HostMemoryMismatch(ctx); !why.empty()) return why;
+    }
     for (int64_t arg : const_args_) {
       if (arg < 0 || arg >= ctx->num_inputs()) return "bad const_args attr";
       *key += "|" + std::to_string(arg) + "=[";
@@ -315,6 +329,11 @@ class DiscLaunchOp : public AsyncOpKernel {
       key->push_back(']');
     }
     if (fast_math) *key += kFastMathSuffix;
+    if (on_gpu_) {
+      if (std::string why = ResolveGpuCallSite(ctx, site); !why.empty()) return why;
+      *key += "|cuda=" + site->arch;
+      return "";
+    }
     // A broken install (no kernel library beside the op library) runs every
     // cluster in TF rather than failing in its first GEMM or convolution.
     if (!KernelsLoaded()) return "no kernel library for this CPU beside the op library";
@@ -342,8 +361,10 @@ class DiscLaunchOp : public AsyncOpKernel {
     return false;
   }
 
+  // cuda_arch: the GPU's architecture on a GPU (compiled for target "cuda").
   absl::Status BuildRequest(OpKernelContext* ctx, const std::string& key, bool fast_math,
-                            std::string* request, std::string* fdef) const {
+                            const std::string& cuda_arch, std::string* request,
+                            std::string* fdef) const {
     // Prefer the body as clustered over the library's Grappler-optimized one.
     if (!LookupClusterFunction(function_, fdef)) {
       auto* lib = ctx->function_library();
@@ -378,9 +399,15 @@ class DiscLaunchOp : public AsyncOpKernel {
       r += "}";
     }
     r += fast_math ? "], \"fast_math\": \"bf16\"" : "], \"fast_math\": \"\"";
-    r += ", \"target_isa\": \"";
-    r += CpuTierName(CodegenCpuTier());
-    r += "\"}";
+    if (on_gpu_) {
+      r += ", \"target\": \"cuda\", \"cuda_arch\": ";
+      json::AppendQuoted(cuda_arch, &r);
+      r += "}";
+    } else {
+      r += ", \"target_isa\": \"";
+      r += CpuTierName(CodegenCpuTier());
+      r += "\"}";
+    }
     return absl::OkStatus();
   }
 
@@ -389,8 +416,9 @@ class DiscLaunchOp : public AsyncOpKernel {
   // about run-time dims that they break).  `hit`: the stats generation of a
   // cache hit, counted only when the executable ran (a refusal is a fallback).
   // ticket (may be null): the self-guard's, which the run's time is recorded for.
-  void RunExecutable(OpKernelContext* ctx, const Executable& exe, DoneCallback done,
-                     std::optional<uint64_t> hit, const SelfGuard::Ticket* ticket) {
+  void RunExecutable(OpKernelContext* ctx, const GpuCallSite& site, const Executable& exe,
+                     DoneCallback done, std::optional<uint64_t> hit,
+                     const SelfGuard::Ticket* ticket) {
     const auto start = std::chrono::steady_clock::now();
     absl::InlinedVector<DiscBuffer, 16> buffers(ctx->num_inputs());
     for (int i = 0; i < ctx->num_inputs(); ++i) {
@@ -405,14 +433,23 @@ class DiscLaunchOp : public AsyncOpKernel {
     // fast-math GEMMs, fp32 otherwise).
     StableInputs stable{&packed_weights_, {}};
     for (int64_t i : stable_args_) {
-      if (i >= 0 && i < ctx->num_inputs()) stable.inputs.emplace_back(i, &ctx->input(i));
+      if (!on_gpu_ && i >= 0 && i < ctx->num_inputs()) {
+        stable.inputs.emplace_back(i, &ctx->input(i));
+      }
     }
-    std::string refused;
-    {
-      KernelRuntime runtime(ctx, stable.inputs.empty() ? nullptr : &stable);
+    auto run = [&](RuntimeCall& runtime) {
       runtime.Run(exe.entry, buffers.data(), static_cast<int32_t>(buffers.size()))
           .IgnoreError();  // status already in ctx
-      refused = runtime.fallback_reason();
+      return runtime.fallback_reason();
+    };
+    std::string refused;
+    if (on_gpu_) {
+      GpuKernelRuntime runtime(ctx, site, exe.modules.get(),
+                               tsl::tensor_float_32_execution_enabled());
+      refused = run(runtime);
+    } else {
+      KernelRuntime runtime(ctx, stable.inputs.empty() ? nullptr : &stable);
+      refused = run(runtime);
     }
     if (!refused.empty()) {
       Fallback(ctx, std::move(done), refused);
@@ -436,6 +473,7 @@ class DiscLaunchOp : public AsyncOpKernel {
 
   std::string function_;
   bool fast_math_changes_ = true;  // fast_math=bf16 can change the cluster's results
+  bool on_gpu_ = false;            // a DEVICE_GPU kernel: CUDA executables
   std::vector<int64_t> const_args_;
   std::vector<int64_t> stable_args_;
   std::vector<bool> stable_input_;  // by input index: listed in stable_args_
@@ -451,6 +489,11 @@ class DiscLaunchOp : public AsyncOpKernel {
 };
 
 REGISTER_KERNEL_BUILDER(Name("DiscLaunch").Device(tensorflow::DEVICE_CPU),
+                        DiscLaunchOp);
+// Inert without a CUDA driver: every call then falls back ("CUDA driver not
+// found").  Int32 and value-carrying args are placed in host memory through
+// the launch node's _input_hostmem / _output_hostmem (grappler/cluster_rewrite.cc).
+REGISTER_KERNEL_BUILDER(Name("DiscLaunch").Device(tensorflow::DEVICE_GPU),
                         DiscLaunchOp);
 
 }  // namespace

@@ -64,8 +64,9 @@ class Cache {
   // Resolves a finished compile attempt unless it timed out or was cleared.
   void Finish(const std::string& map_key, uint64_t generation,
               std::shared_ptr<const Executable> exe, const std::string& error);
+  // device: the DISC_DEVICE_* the executable must run on (loader.h).
   void Compile(std::string map_key, uint64_t generation, std::string function,
-               std::string request, std::string fdef, FunctionStats* stats);
+               std::string request, std::string fdef, FunctionStats* stats, int32_t device);
   // calls_in_tf, when given and still compiling: the entry's count so far.
   bool StillCompiling(const std::string& map_key, uint64_t generation,
                       int64_t* calls_in_tf = nullptr);
@@ -166,11 +167,12 @@ bool Cache::Lookup(const LookupParams& p, const RequestFactory& make_request,
                 p.timeout_s);
   FunctionStats* stats = p.stats;
   std::string function = *p.function;
-  ScheduleOnCompileThread([this, map_key, generation, function, stats,
+  const int32_t device = p.device;
+  ScheduleOnCompileThread([this, map_key, generation, function, stats, device,
                            request = std::move(request),
                            fdef = std::move(fdef)]() mutable {
     Compile(map_key, generation, std::move(function), std::move(request),
-            std::move(fdef), stats);
+            std::move(fdef), stats, device);
   });
   if (p.async_compile) {
     outcome->fallback_reason = "compiling";
@@ -191,7 +193,7 @@ bool Cache::StillCompiling(const std::string& map_key, uint64_t generation,
 
 void Cache::Compile(std::string map_key, uint64_t generation,
                     std::string function, std::string request,
-                    std::string fdef, FunctionStats* stats) {
+                    std::string fdef, FunctionStats* stats, int32_t device) {
   if (!StillCompiling(map_key, generation)) return;  // timed out in the queue
   DiscCompileCallback cb = GetCompileCallback();
   if (cb == nullptr) {
@@ -205,7 +207,7 @@ void Cache::Compile(std::string map_key, uint64_t generation,
   }
   std::string load_error;
   std::shared_ptr<const Executable> exe =
-      OwnLoadedExecutable(LoadExecutable(reply.path, DISC_DEVICE_CPU, &load_error));
+      OwnLoadedExecutable(LoadExecutable(reply.path, device, &load_error));
   int64_t calls_in_tf = 0;
   if (!StillCompiling(map_key, generation, &calls_in_tf)) return;  // late: discard
   stats->RecordCompile(KeyOf(map_key, function), reply.compiled, reply.seconds,

@@ -43,6 +43,7 @@ struct LookupParams {
   FunctionStats* stats;   // compile counters go here
   bool async_compile;
   double timeout_s;
+  int32_t device;  // DISC_DEVICE_* the executable is loaded for
 };
 
 // Returns true and fills *outcome when the lookup resolved at once.  Returns

@@ -84,6 +84,9 @@ bool UpdateOptionsFromJson(const std::string& text, std::string* error) {
       CpuTier tier;
       ok = v.is_string() && (v.as_string().empty() || ParseCpuTier(v.as_string(), &tier));
       if (ok) next.target_isa = v.as_string();
+    } else if (key == "device") {
+      ok = v.is_string() && (v.as_string() == "cpu" || v.as_string() == "gpu");
+      if (ok) next.device = v.as_string();
     }
     // Unknown keys are ignored so that newer Python can talk to older C++.
     if (!ok) {

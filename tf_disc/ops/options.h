@@ -22,6 +22,9 @@ struct Options {
   // "" (the selected CPU tier) or a lower tier for generated code
   // (runtime/cpu/cpu_isa.h names); changing it clears the executable cache.
   std::string target_isa;
+  // "cpu" or "gpu": the optimizer also clusters GPU-placed nodes
+  // (grappler/device_policy.h).
+  std::string device = "cpu";
 };
 
 // A copy of the current options (cheap; taken under a mutex).

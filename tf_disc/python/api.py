@@ -54,7 +54,7 @@ def enable(**options: Any) -> None:
 
     Options (see blade_disc_tf.config): cache_dir, dump_dir, min_cluster_size,
     cxx, async_compile, compile_timeout_s, forbid_compile, self_guard, fast_math,
-    target_isa."""
+    target_isa, device ("gpu": also cluster GPU-placed nodes)."""
     with _session.lock:
         _session.options = _session.options.replace(**options)
         _session.attach_compiler()

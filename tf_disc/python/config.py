@@ -13,6 +13,7 @@ variables, and the options `enable()` takes.  Nothing else reads os.environ.
 | DISC_SELF_GUARD          | self_guard         | 1 (0: never route a compiled cluster's calls back to TF, README "Self-guard") |
 | DISC_FAST_MATH           | fast_math          | "" (off; "bf16": float GEMMs and convolutions round their operands to bf16, README "Fast math") |
 | DISC_TARGET_ISA          | target_isa         | "" (the CPU's tier; "x86-64-v2", "avx2", "avx512", "avx512_bf16" or "avx512_amx": generated code for at most that tier) |
+| DISC_DEVICE              | device             | "cpu" (clusters of CPU-placed nodes; "gpu": also of nodes placed on a GPU, run by DiscLaunch on DEVICE_GPU) |
 
 DISC_OP_LIBRARY (a path) loads that op library instead of the one beside
 this package (op_library_override).
@@ -39,6 +40,15 @@ def _flag(value: str) -> bool:
 
 
 FAST_MATH_MODES = ("", "bf16")
+DEVICES = ("cpu", "gpu")
+
+
+def _device(value: Optional[str]) -> str:
+    """"cpu" (the default) or "gpu" (GPU-placed nodes are clustered too)."""
+    device = "cpu" if value is None or not str(value).strip() else str(value).strip().lower()
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, not {value!r}")
+    return device
 
 
 def _fast_math(value: Optional[str]) -> str:
@@ -80,8 +90,11 @@ class Options:
     fast_math: str = ""
     # "" or an x86-64 tier: generated code for at most that tier.
     target_isa: str = ""
+    # "gpu": the optimizer also clusters nodes placed on GPUs (opt-in).
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "device", _device(self.device))
         object.__setattr__(self, "fast_math", _fast_math(self.fast_math))
         object.__setattr__(self, "target_isa", _target_isa(self.target_isa))
 
@@ -102,6 +115,7 @@ class Options:
             "self_guard": bool(self.self_guard),
             "fast_math": self.fast_math,
             "target_isa": self.target_isa,
+            "device": self.device,
         }
 
 
@@ -119,6 +133,7 @@ def from_environment(env: Optional[Mapping[str, str]] = None) -> Options:
         self_guard=_flag(env.get("DISC_SELF_GUARD", "1")),
         fast_math=env.get("DISC_FAST_MATH", ""),
         target_isa=env.get("DISC_TARGET_ISA", ""),
+        device=env.get("DISC_DEVICE", "cpu"),
     )
 
 

@@ -118,7 +118,8 @@ def explain(fn_or_graph: Any, *args: Any, min_cluster_size: Optional[int] = None
     gdef = _graph_def(fn_or_graph, args)
     size = min_cluster_size if min_cluster_size is not None else api.options().min_cluster_size
     reply = _call_library(gdef.SerializeToString(),
-                          {"min_cluster_size": int(size), "fed": list(fed)})
+                          {"min_cluster_size": int(size), "fed": list(fed),
+                           "device": api.options().device})
     if "error" in reply:
         raise ValueError(f"explain(): {reply['error']}")
     return Explanation(reply["nodes"], reply["clusters"], reply["min_cluster_size"])

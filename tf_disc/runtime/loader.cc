@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tf_disc/runtime/cuda/cuda_backend.h"
 #include "tf_disc/runtime/environment.h"
 
 namespace tf_disc {
@@ -52,6 +53,12 @@ std::shared_ptr<const Executable> LoadExecutable(const std::string& path, int32_
   auto entry = reinterpret_cast<DiscEntryFn>(dlsym(handle, "disc_entry"));
   if (entry == nullptr) return refuse("library lacks disc_entry: " + path);
   auto exe = std::make_shared<Executable>();
+  if (device == DISC_DEVICE_CUDA) {
+    cuda::DeviceImage image;
+    std::string why;
+    if (!cuda::ReadDeviceImage(handle, &image, &why)) return refuse(why + ": " + path);
+    exe->modules = std::make_shared<cuda::ModuleTable>(std::move(image));
+  }
   exe->path = path;
   exe->handle = handle;
   exe->entry = entry;

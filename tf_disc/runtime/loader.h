@@ -9,6 +9,10 @@
 
 namespace tf_disc {
 
+namespace cuda {
+class ModuleTable;  // runtime/cuda/cuda_backend.h
+}  // namespace cuda
+
 // A loaded executable.  LoadExecutable itself never dlcloses a library it
 // returns; the ops layer (OwnLoadedExecutable in tf_disc/ops/executable_cache.h)
 // wraps it so the library is dlclose'd when the last reference goes, and a
@@ -17,11 +21,15 @@ struct Executable {
   std::string path;
   void* handle = nullptr;
   DiscEntryFn entry = nullptr;
+  // DISC_DEVICE_CUDA: the library's device code, loaded into each CUcontext
+  // on its first launch there (and unloaded with the executable).
+  std::shared_ptr<cuda::ModuleTable> modules;
 };
 
 // dlopen(RTLD_NOW | RTLD_LOCAL), checks disc_abi_version() == DISC_ABI_VERSION
 // and disc_device() == device (a DISC_DEVICE_*: the device the caller runs
-// it on), and resolves disc_entry.  Returns nullptr with a one-line *error on
+// it on), and resolves disc_entry (and, for DISC_DEVICE_CUDA, the device
+// image and kernel table).  Returns nullptr with a one-line *error on
 // failure.
 std::shared_ptr<const Executable> LoadExecutable(const std::string& path, int32_t device,
                                                  std::string* error);

@@ -5,7 +5,6 @@
 
 #include "absl/container/inlined_vector.h"
 #include "tensorflow/core/framework/allocator.h"
-#include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/platform/threadpool.h"
 #include "tf_disc/runtime/cpu/conv_bf16.h"
 #include "tf_disc/runtime/cpu/gemm.h"
@@ -17,127 +16,13 @@ namespace tf_disc {
 using tensorflow::OpKernelContext;
 
 KernelRuntime::KernelRuntime(OpKernelContext* ctx, const StableInputs* stable)
-    : ctx_(ctx),
-      stable_(stable),
-      allocator_(ctx->device()->GetAllocator(tensorflow::AllocatorAttributes())),
-      allocated_(ctx->num_outputs(), false) {
-  abi_.ctx = this;
-  abi_.device = DISC_DEVICE_CPU;
-  abi_.stream = nullptr;
-  abi_.alloc_output = &KernelRuntime::AllocOutput;
-  abi_.alloc_temp = &KernelRuntime::AllocTemp;
-  abi_.free_temp = &KernelRuntime::FreeTemp;
+    : RuntimeCall(ctx, ctx->device()->GetAllocator(tensorflow::AllocatorAttributes()), 64,
+                  DISC_DEVICE_CPU, nullptr),
+      stable_(stable) {
   abi_.parallel_for = &KernelRuntime::ParallelFor;
-  abi_.set_error = &KernelRuntime::SetError;
   abi_.gemm = &KernelRuntime::Gemm;
   abi_.gemm_multi = &KernelRuntime::GemmMulti;
   abi_.window = &KernelRuntime::Window;
-  abi_.launch = nullptr;
-  abi_.device_info = nullptr;
-  abi_.memset_async = nullptr;
-  abi_.memcpy_async = nullptr;
-  abi_.sync = nullptr;
-}
-
-KernelRuntime::~KernelRuntime() {
-  for (void* p : temps_) allocator_->DeallocateRaw(p);
-}
-
-void KernelRuntime::RecordError(absl::Status status) {
-  // The first error wins; later ones are usually consequences.
-  if (has_error_) return;
-  has_error_ = true;
-  ctx_->SetStatus(status);
-}
-
-absl::Status KernelRuntime::Run(DiscEntryFn entry, const DiscBuffer* inputs,
-                                int32_t num_inputs) {
-  int32_t rc = entry(&abi_, inputs, num_inputs);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (rc != 0 && !has_error_) {
-    RecordError(absl::InternalError(
-        "DiscLaunch: generated code returned " + std::to_string(rc) +
-        " without reporting an error"));
-  }
-  if (!has_error_) {
-    for (size_t i = 0; i < allocated_.size(); ++i) {
-      if (!allocated_[i]) {
-        RecordError(absl::InternalError("DiscLaunch: generated code did not "
-                                        "allocate output " +
-                                        std::to_string(i)));
-        break;
-      }
-    }
-  }
-  return ctx_->status();
-}
-
-void* KernelRuntime::AllocOutput(void* self_ptr, int32_t index, int32_t rank,
-                                 const int64_t* dims) {
-  auto* self = static_cast<KernelRuntime*>(self_ptr);
-  std::lock_guard<std::mutex> lock(self->mu_);
-  if (self->has_error_) return nullptr;
-  if (index < 0 || index >= static_cast<int32_t>(self->allocated_.size())) {
-    self->RecordError(absl::InternalError(
-        "DiscLaunch: output index " + std::to_string(index) + " out of range"));
-    return nullptr;
-  }
-  if (self->allocated_[index]) {
-    self->RecordError(absl::InternalError(
-        "DiscLaunch: output " + std::to_string(index) + " allocated twice"));
-    return nullptr;
-  }
-  if (rank < 0 || rank > DISC_MAX_RANK || (rank > 0 && dims == nullptr)) {
-    self->RecordError(absl::InternalError("DiscLaunch: bad rank " +
-                                          std::to_string(rank) + " for output " +
-                                          std::to_string(index)));
-    return nullptr;
-  }
-  tensorflow::TensorShape shape;
-  for (int32_t i = 0; i < rank; ++i) {
-    absl::Status s = shape.AddDimWithStatus(dims[i]);
-    if (!s.ok()) {
-      self->RecordError(absl::InternalError(
-          "DiscLaunch: bad shape for output " + std::to_string(index) + ": " +
-          std::string(s.message())));
-      return nullptr;
-    }
-  }
-  tensorflow::Tensor* out = nullptr;
-  absl::Status s = self->ctx_->allocate_output(index, shape, &out);
-  if (!s.ok()) {
-    self->RecordError(s);
-    return nullptr;
-  }
-  self->allocated_[index] = true;
-  return out->data();
-}
-
-void* KernelRuntime::AllocTemp(void* self_ptr, size_t bytes) {
-  auto* self = static_cast<KernelRuntime*>(self_ptr);
-  void* p = self->allocator_->AllocateRaw(64, std::max<size_t>(bytes, 1));
-  std::lock_guard<std::mutex> lock(self->mu_);
-  if (p == nullptr) {
-    self->RecordError(absl::ResourceExhaustedError(
-        "DiscLaunch: failed to allocate " + std::to_string(bytes) +
-        " bytes of scratch memory"));
-    return nullptr;
-  }
-  self->temps_.push_back(p);
-  return p;
-}
-
-void KernelRuntime::FreeTemp(void* self_ptr, void* ptr) {
-  if (ptr == nullptr) return;
-  auto* self = static_cast<KernelRuntime*>(self_ptr);
-  {
-    std::lock_guard<std::mutex> lock(self->mu_);
-    auto it = std::find(self->temps_.begin(), self->temps_.end(), ptr);
-    if (it == self->temps_.end()) return;  // not ours: ignore, never crash
-    *it = self->temps_.back();
-    self->temps_.pop_back();
-  }
-  self->allocator_->DeallocateRaw(ptr);
 }
 
 // Cycles (n * cost_per_unit) below which ParallelFor runs the range on the
@@ -149,7 +34,7 @@ void KernelRuntime::ParallelFor(void* self_ptr, int64_t n,
                                 int64_t cost_per_unit, DiscParallelFn fn,
                                 void* closure) {
   if (n <= 0) return;
-  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  auto* self = static_cast<KernelRuntime*>(Of(self_ptr));
   auto* workers = self->ctx_->device()->tensorflow_cpu_worker_threads();
   // Tiny ranges run inline: a thread hop costs more than the work.
   if (n == 1 || workers == nullptr || workers->workers == nullptr ||
@@ -162,27 +47,6 @@ void KernelRuntime::ParallelFor(void* self_ptr, int64_t n,
       n, tsl::thread::ThreadPool::SchedulingParams::Adaptive(
              std::max<int64_t>(cost_per_unit, 1)),
       [fn, closure](int64_t begin, int64_t end) { fn(closure, begin, end); });
-}
-
-void KernelRuntime::SetError(void* self_ptr, int32_t code,
-                             const char* message) {
-  auto* self = static_cast<KernelRuntime*>(self_ptr);
-  const char* text = message ? message : "unknown error";
-  std::lock_guard<std::mutex> lock(self->mu_);
-  if (code == DISC_ERROR_FALLBACK) {
-    const bool any_output = std::find(self->allocated_.begin(), self->allocated_.end(),
-                                      true) != self->allocated_.end();
-    if (!self->has_error_ && !any_output) {
-      self->has_error_ = true;  // nothing more runs; the caller falls back
-      self->fallback_reason_ = text;
-      return;
-    }
-    self->RecordError(absl::InvalidArgumentError(text));
-    return;
-  }
-  absl::StatusCode c = static_cast<absl::StatusCode>(code);
-  if (code <= 0 || code > 16) c = absl::StatusCode::kInternal;
-  self->RecordError(absl::Status(c, text));
 }
 
 // The intra-op pool as (threads, Eigen pool, parallel_for) for gemm.cc and
@@ -210,7 +74,7 @@ static PoolView ViewPool(OpKernelContext* ctx) {
 }
 
 int32_t KernelRuntime::Gemm(void* self_ptr, const DiscGemmArgs* g) {
-  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  auto* self = static_cast<KernelRuntime*>(Of(self_ptr));
   if (g == nullptr) {
     SetError(self_ptr, DISC_ERROR_INTERNAL, "DiscLaunch: gemm: null arguments");
     return 1;
@@ -239,7 +103,7 @@ int32_t KernelRuntime::Gemm(void* self_ptr, const DiscGemmArgs* g) {
 // Each part as its own GemmArgs (a weight's B attached packed as in Gemm),
 // all run by RunGemmMulti.
 int32_t KernelRuntime::GemmMulti(void* self_ptr, const DiscGemmMultiArgs* g) {
-  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  auto* self = static_cast<KernelRuntime*>(Of(self_ptr));
   if (g == nullptr || g->num_parts < 0 || (g->num_parts > 0 && g->parts == nullptr)) {
     SetError(self_ptr, DISC_ERROR_INTERNAL, "DiscLaunch: gemm_multi: bad part list");
     return 1;
@@ -268,7 +132,7 @@ int32_t KernelRuntime::GemmMulti(void* self_ptr, const DiscGemmMultiArgs* g) {
 }
 
 int32_t KernelRuntime::Window(void* self_ptr, const DiscWindowArgs* args) {
-  auto* self = static_cast<KernelRuntime*>(self_ptr);
+  auto* self = static_cast<KernelRuntime*>(Of(self_ptr));
   if (args == nullptr) {
     SetError(self_ptr, DISC_ERROR_INTERNAL, "DiscLaunch: window: null arguments");
     return 1;
