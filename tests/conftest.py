@@ -44,3 +44,6 @@ def pytest_configure(config):
     # `slow`: minutes, not seconds (tests/test_wheel.py builds the op library
     # from scratch); still part of the default run, `-m "not slow"` skips them.
     config.addinivalue_line("markers", "slow: takes minutes (runs by default)")
+    # `cuda_compile`: builds generated CUDA code with nvcc (skipped without one).
+    config.addinivalue_line("markers", "cuda_compile: compiles CUDA code with nvcc "
+                            "(skipped where no nvcc is installed)")

@@ -48,10 +48,19 @@ def test_target_neutral_layers_import_no_codegen(path):
                                   if os.path.dirname(p) == os.path.join(ROOT, "codegen")],
                          ids=lambda p: os.path.relpath(p, ROOT))
 def test_shared_codegen_imports_no_target_package(path):
-    bad = {m for m in _imports(path) if m.startswith("codegen.cpu")}
+    bad = {m for m in _imports(path) if m.startswith(("codegen.cpu", "codegen.cuda"))}
     assert not bad, f"{os.path.relpath(path, ROOT)} imports {sorted(bad)}"
 
 
-def test_the_cpu_codegen_is_a_package_of_its_own():
-    assert os.path.isfile(os.path.join(ROOT, "codegen", "cpu", "__init__.py"))
-    assert any(m.startswith("codegen.cpu") for m in _imports(os.path.join(ROOT, "target", "cpu.py")))
+@pytest.mark.parametrize("target,other", [("cpu", "cuda"), ("cuda", "cpu")])
+def test_target_codegen_packages_do_not_import_each_other(target, other):
+    for path in _files(os.path.join("codegen", target)):
+        bad = {m for m in _imports(path) if m.startswith(f"codegen.{other}")}
+        assert not bad, f"{os.path.relpath(path, ROOT)} imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda"])
+def test_each_target_codegen_is_a_package_of_its_own(target):
+    assert os.path.isfile(os.path.join(ROOT, "codegen", target, "__init__.py"))
+    assert any(m.startswith(f"codegen.{target}")
+               for m in _imports(os.path.join(ROOT, "target", f"{target}.py")))

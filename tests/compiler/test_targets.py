@@ -3,6 +3,7 @@ target for its passes, code and build flags; the target is in every disk
 cache key; a target that cannot run an op leaves the cluster in TF with the
 op named."""
 import dataclasses
+import shutil
 
 import pytest
 import tensorflow as tf
@@ -47,6 +48,8 @@ def test_target_is_part_of_the_cache_key(tmp_path):
     req, fdef = _request(_layer, SPEC)
     paths = {}
     for name in targets.target_names():
+        if name == "cuda" and shutil.which("nvcc") is None:
+            continue   # built by tests/compiler/test_cuda_host.py where nvcc is
         options = CompileOptions(cache_dir=str(tmp_path), target=name)
         reply = service.compile_request(req, fdef, options)
         assert reply["ok"] and reply["compiled"], reply

@@ -21,9 +21,16 @@ class CompileOptions:
     # own "target_isa" (the op library's choice) takes precedence; "" with
     # neither means this machine's tier.
     target_isa: str = ""
-    # The code-generation target (target/__init__.py): "cpu", or the scalar
-    # "cpu_reference" the tests compare the vectorized kernels with.
+    # The code-generation target (target/__init__.py): "cpu", the scalar
+    # "cpu_reference" the tests compare the vectorized kernels with, or
+    # "cuda".  A compile request's own "target" (DiscLaunch's device)
+    # takes precedence.
     target: str = "cpu"
+    # The GPU architecture of "cuda" code (e.g. "sm_90"); a compile
+    # request's own "cuda_arch" (the device's) takes precedence.
+    cuda_arch: str = ""
+    # The CUDA compiler of "cuda" code.
+    nvcc: str = "nvcc"
     # Asynchronous compile: requests keep running in TF meanwhile, so the
     # system compiler runs at BACKGROUND_NICE (build/process.py lower_priority).
     background: bool = False

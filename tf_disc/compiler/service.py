@@ -24,7 +24,7 @@ from .passes.fast_math import apply_fast_math
 from .passes.pipeline import run_pipeline
 from .passes.program import Program, has_control_flow
 from .program_pipeline import lower_program
-from .target import Target, get_target
+from .target import Target, get_target, target_for
 
 log = logging.getLogger("blade_disc_tf.compiler")
 # CPU priority of the system compiler in an asynchronous compile (the
@@ -79,8 +79,8 @@ def compile_to_units(request: dict, fdef: bytes, dump_dir: str | None = None,
     else:
         single, sources = target.generate(lowered, units)
     if dump_dir:
-        for i, source in enumerate(sources):
-            with open(os.path.join(dump_dir, f"kernel_{i}.cc" if i else "kernel.cc"), "w") as f:
+        for name, source in zip(target.unit_names(len(sources)), sources):
+            with open(os.path.join(dump_dir, name), "w") as f:
                 f.write(source)
     return single, sources
 
@@ -126,9 +126,9 @@ def parallel_units(cpus: int, runnable: int) -> int:
 
 
 def target_flags(request: dict, options: CompileOptions) -> tuple:
-    """The options' target's compiler flags for the request (e.g. its ISA
-    tier, build/isa.py), then the caller's extra flags."""
-    return get_target(options.target).build_flags(request, options)
+    """The request's target's compiler flags for it (e.g. its ISA tier,
+    build/isa.py), then the caller's extra flags."""
+    return target_for(request, options).build_flags(request, options)
 
 
 def _indexed(request: dict, fdef: bytes, fast_math: str, target: Target, extra: tuple,
@@ -152,7 +152,7 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         dump_dir = _dump_dir(options, request)
         # The request's mode is the one DiscLaunch put in its cache key.
         fast_math = request.get("fast_math", options.fast_math) or ""
-        target = get_target(options.target)
+        target = target_for(request, options)
         extra = target.build_flags(request, options)
         rkey, hit = _indexed(request, fdef, fast_math, target, extra, options, dump_dir)
         if hit is not None:
@@ -169,7 +169,7 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
             options.forbid_compile, options.timeout_s,
             os.path.join(dump_dir, "compile.log") if dump_dir else None, key_source=library,
             nice=BACKGROUND_NICE if options.background else 0, target=target.cache_identity(),
-            prelude=target.precompiled_header())
+            prelude=target.precompiled_header(), builder=target.library_builder(options))
         if rkey:
             request_index.record(os.path.dirname(path), rkey, key)
         secs = time.monotonic() - t0

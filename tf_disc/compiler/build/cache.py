@@ -36,6 +36,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable
 
 from .. import __version__
 from ..errors import CompileError
@@ -143,6 +144,10 @@ class _Run:
     extra: tuple
     timeout_s: float
     nice: int
+    # A target's own build (target/base.py Target.library_builder):
+    # builder(sources, out_so, workdir, run) with run(commands) running
+    # commands at once, raising CompileError on failure; None: the C++ build.
+    builder: Callable | None = None
 
 
 def _run_all(cmds: list[list[str]], timeout_s: float,
@@ -172,6 +177,9 @@ def _compile(sources: list[str], tmp_so: str, directory: str, key: str, run: _Ru
     """sources -> tmp_so: one command for one unit; else the units compiled
     to objects in parallel, then linked."""
     cxx, extra = run.cxx, run.extra
+    if run.builder is not None:
+        _target_build(sources, tmp_so, directory, key, run, log)
+        return
     srcs = []
     for text in sources:
         fd, path = tempfile.mkstemp(suffix=".cc", dir=directory, prefix=f".{key[:16]}-")
@@ -195,6 +203,25 @@ def _compile(sources: list[str], tmp_so: str, directory: str, key: str, run: _Ru
         raise CompileError(f"C++ compiler timed out after {run.timeout_s:g}s") from None
     except OSError as e:
         raise CompileError(f"cannot run C++ compiler {cxx!r}: {e.strerror or e}") from None
+
+
+def _target_build(sources: list[str], tmp_so: str, directory: str, key: str, run: _Run,
+                  log: list[str]) -> None:
+    """sources -> tmp_so by the target's builder, in a scratch folder."""
+    t0 = time.monotonic()
+    workdir = tempfile.mkdtemp(dir=directory, prefix=f".{key[:16]}-")
+
+    def commands(cmds: list[list[str]]) -> None:
+        left = max(0.1, run.timeout_s - (time.monotonic() - t0))
+        _check(_run_all(cmds, left, run.nice), t0, log)
+    try:
+        run.builder(sources, tmp_so, workdir, commands)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"compiler timed out after {run.timeout_s:g}s") from None
+    except OSError as e:
+        raise CompileError(f"cannot run the compiler: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _compile_into(directory: str, key: str, sources: list[str], run: _Run,
@@ -254,23 +281,26 @@ def _build_in(directory: str, key: str, sources: list[str], run: _Run, forbid_co
 def build(sources: list[str], cache_dir: str, cxx: str, extra: tuple, forbid_compile: bool,
           timeout_s: float, log_path: str | None = None,
           key_source: str | None = None, nice: int = 0,
-          target: str = "target=cpu", prelude: str | None = None) -> tuple[str, bool, str]:
+          target: str = "target=cpu", prelude: str | None = None,
+          builder: Callable | None = None) -> tuple[str, bool, str]:
     """sources: the translation units of one library (several are compiled
     in parallel and linked); key_source: the same library as one unit, the
     cache key (default: the units joined); nice > 0: the compiler runs at
     lower CPU priority (a compile in the background of running requests);
     target: the target's identity, in the key; prelude: the header every
     unit includes first, precompiled when ready (precompiled.py; not in the
-    key: the code is the same).  Returns (library path, compiled?, key)."""
+    key: the code is the same); builder: the target's own build
+    (_Run.builder), else the C++ one.  Returns (library path, compiled?,
+    key)."""
     key = cache_key("\n".join(sources) if key_source is None else key_source, target, cxx,
                     extra, timeout_s)
-    run = _Run(cxx, extra, timeout_s, nice)
+    run = _Run(cxx, extra, timeout_s, nice, builder)
     directory, why = usable_cache_dir(cache_dir)
     if why is None:
         pch = ready_flags(directory, cxx, extra, prelude, timeout_s)
         try:
             path, compiled = _build_in(directory, key, sources,
-                                       _Run(cxx, extra + pch, timeout_s, nice),
+                                       _Run(cxx, extra + pch, timeout_s, nice, builder),
                                        forbid_compile, log_path)
             if compiled and not pch:
                 build_in_background(directory, cxx, extra, prelude, timeout_s)

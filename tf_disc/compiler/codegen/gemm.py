@@ -94,9 +94,12 @@ def _geometry(op: Op, dn) -> dict[str, str]:
 
 
 def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
-             epilogue: tuple[str, str] | None = None) -> list[str]:
+             epilogue: tuple[str, str] | None = None, bias: str = "nullptr",
+             activation: str = "DISC_ACT_NONE", c_ptr: str | None = None) -> list[str]:
     """Host lines for one dot (dn: DimNames, ptr: value -> C++ pointer);
-    epilogue: (kernel function, closure pointer) run on C's tiles."""
+    epilogue: (kernel function, closure pointer) run on C's tiles; bias
+    (an n-vector) and activation: the GEMM's own epilogue (device targets);
+    c_ptr: C's pointer when not the dot result's own buffer."""
     lhs, rhs = op.operands
     res = op.result
     g = _geometry(op, dn)
@@ -106,6 +109,7 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
     t = c_type(res.dtype)
 
     ep = f"{epilogue[0]}, {epilogue[1]}" if epilogue else "nullptr, nullptr"
+    own = "" if (bias, activation) == ("nullptr", "DISC_ACT_NONE") else f", {bias}, {activation}"
 
     def arr(name, items):
         return f"const int64_t {name}[{max(len(items), 1)}] = {{{', '.join(items) or '0'}}};"
@@ -115,8 +119,8 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
             f"    {arr('sc', g['sc'])}",
             f"    const int64_t m = {g['m']}, n = {g['n']}, k = {g['k']};",
             f"    const DiscGemmArgs g = {{{library_dtype(op)}, {g['ta']}, {g['tb']}, 1, m, n, k, "
-            f"{ptr[lhs]}, {g['lda']}, 0, {ptr[rhs]}, {g['ldb']}, 0, {ptr[res]}, {g['ldc']}, 0, "
-            f"{ep}, 0}};",
+            f"{ptr[lhs]}, {g['lda']}, 0, {ptr[rhs]}, {g['ldb']}, 0, {c_ptr or ptr[res]}, {g['ldc']}, 0, "
+            f"{ep}, 0{own}}};",
             f"    if (disc_gemm_batched(rt, g, {nb}, bd, sa, sb, sc, sizeof({t}))) return 1;"]
     out += free_temps(op)
     out.append("  }")

@@ -68,3 +68,11 @@ class KernelCode:
     def shape(self) -> str:
         """The text under a fixed name: equal for kernels equal but for names."""
         return self.text(_CANONICAL)
+
+
+def field_index(items: list, v) -> int:
+    """v's index in a kernel's list of fields (its buffers, say), appended
+    when first used: field numbers follow first use in the kernel's body."""
+    if v not in items:
+        items.append(v)
+    return items.index(v)

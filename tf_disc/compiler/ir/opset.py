@@ -49,7 +49,7 @@ OPSET.update({
     # consumers (passes/stitch.py, codegen/cpu/stitch.py); attr row_shape.
     "stitch": IrOpSpec(-1, "fusion", "attr"),
 })
-# Shape/layout ops (ops/shape_ops.py; C++ in codegen/cpu/index_ops.py).  "index"
+# Shape/layout ops (ops/shape_ops.py; C++ in codegen/index_ops.py).  "index"
 # ops read materialized buffers at positions computed from the output's
 # multi-index; they fuse with elementwise consumers (a kernel holding one
 # walks the multi-index).  Dims in their attrs are dim strings.

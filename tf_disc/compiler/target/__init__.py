@@ -4,12 +4,15 @@ and a runtime folder; the frontend, registry, passes and Grappler stay as
 they are."""
 from __future__ import annotations
 
+from ..options import CompileOptions
 from .base import Target
 from .cpu import CpuTarget, ReferenceCpuTarget
+from .cuda import CudaTarget
 
 DEFAULT_TARGET = "cpu"
 
-_TARGETS: dict[str, Target] = {t.name: t for t in (CpuTarget(), ReferenceCpuTarget())}
+_TARGETS: dict[str, Target] = {t.name: t for t in (CpuTarget(), ReferenceCpuTarget(),
+                                                   CudaTarget())}
 
 
 def target_names() -> tuple[str, ...]:
@@ -25,4 +28,16 @@ def get_target(name: str = DEFAULT_TARGET) -> Target:
             from None
 
 
-__all__ = ["DEFAULT_TARGET", "Target", "get_target", "target_names"]
+def target_for(request: dict, options: CompileOptions) -> Target:
+    """The target of one compile request: its own "target" (the device
+    DiscLaunch runs on) else the options', configured with the request's
+    "cuda_arch" (else the options') for CUDA.  ValueError for an unknown
+    target or a malformed architecture."""
+    name = request.get("target") or options.target or DEFAULT_TARGET
+    if name == CudaTarget.name:
+        arch = request.get("cuda_arch") or options.cuda_arch or CudaTarget().arch
+        return CudaTarget(arch, options.nvcc)
+    return get_target(name)
+
+
+__all__ = ["DEFAULT_TARGET", "Target", "get_target", "target_for", "target_names"]

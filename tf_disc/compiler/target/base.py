@@ -50,6 +50,16 @@ class Target(abc.ABC):
         (build/precompiled.py); None: none."""
         return None
 
+    def unit_names(self, count: int) -> list[str]:
+        """File names of generate()'s `count` sources in a dump folder."""
+        return [f"kernel_{i}.cc" if i else "kernel.cc" for i in range(count)]
+
+    def library_builder(self, options: CompileOptions) -> Callable | None:
+        """The target's own build of generate()'s sources into one shared
+        library (build/cache.py _Run.builder), or None for the C++ build:
+        each source a translation unit, compiled and linked by options.cxx."""
+        return None
+
     def supports(self, op: Op) -> bool:
         """Whether generate() can emit `op` (after passes())."""
         return True

@@ -19,9 +19,9 @@ from ...ir.opset import spec
 from ...shapes.symbolic import is_static
 from . import ops as optable
 from .dispatch import emit_launch
-from .index_ops import IndexCtx, emit_index
+from ..index_ops import IndexCtx, emit_index
 from ..c_types import c_type
-from ..kernel_code import KernelCode, LocalNames
+from ..kernel_code import KernelCode, LocalNames, field_index
 
 # Elements per parallel_for unit: one unit of work costs `cost` cycles.
 CHUNK = optable.UNITS_PER_CYCLE
@@ -48,7 +48,7 @@ class KernelInfo:
     cost: int                # cycles per CHUNK elements (ops.cost units per element)
     code: KernelCode | None = None
     locals: dict[str, str] = dataclasses.field(default_factory=dict)  # IR name -> C++
-    # Index ops (codegen/cpu/index_ops.py): dims the host passes in (field h),
+    # Index ops (codegen/index_ops.py): dims the host passes in (field h),
     # whether the kernel needs the multi-index loop, gather error fields.
     hostvals: list = dataclasses.field(default_factory=list)
     needs_idx: bool = False
@@ -71,9 +71,7 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
     local = LocalNames()
 
     def buf(v: Value) -> int:
-        if v not in info.buffers:
-            info.buffers.append(v)
-        return info.buffers.index(v)
+        return field_index(info.buffers, v)
 
     # Per region value: its expression in each loop (FLAT, STRIDED, ROWS).
     exprs: dict[Value, tuple[str, str, str]] = {}

@@ -22,18 +22,6 @@ from ..host_checks import free_temps
 _WIDE = 64  # row elements from which rows copy in parallel (memcpy per row)
 
 
-def stitch_len(name: str, parts: list[str]) -> list[str]:
-    """max(c, 1 + max element of int32 inputs i, j, ..) (parts: c, i, j, ..)."""
-    lines = [f"  int64_t {name} = {int(parts[0])};"]
-    for i in (int(x) for x in parts[1:]):
-        lines += [f"  {{ const int32_t* ix = static_cast<const int32_t*>(inputs[{i}].data);",
-                  "    int64_t n = 1;",
-                  f"    for (int d = 0; d < inputs[{i}].rank; ++d) n *= inputs[{i}].dims[d];",
-                  f"    for (int64_t j = 0; j < n; ++j) "
-                  f"if (int64_t(ix[j]) + 1 > {name}) {name} = int64_t(ix[j]) + 1; }}"]
-    return lines
-
-
 def _close(op: Op, out: list[str], body: list[str]) -> list[str]:
     """The dim lines, the op's block and its frees, closed."""
     return out + body + free_temps(op) + ["  }"]

@@ -5,9 +5,9 @@ buffers (the fusion pass materializes them); dims and offsets the host
 computes are closure fields (`c.h[n]`, filled by host.py)."""
 from __future__ import annotations
 
-from ...ir.core import Op, Value
-from ...shapes.symbolic import dim_mul, is_static
-from ..c_types import c_type
+from ..ir.core import Op, Value
+from ..shapes.symbolic import dim_mul, is_static
+from .c_types import c_type
 
 GATHER_ERROR = 3  # kernel err code: index out of range (bad_pos/bad_val set)
 
@@ -86,7 +86,7 @@ def emit_index(op: Op, ctx: IndexCtx) -> str:
             st = _strides(x.shape)
             t = f"(idx[{ax}] - {ctx.hv(start)})" if start != "0" else f"idx[{ax}]"
             terms = [(t if d == ax else f"idx[{d}]", st[d]) for d in range(x.type.rank)]
-            from ...shapes.symbolic import dim_add
+            from ..shapes.symbolic import dim_add
             end = dim_add(start, x.shape[ax])
             pieces.append((end, _load(ctx, x, _offset(ctx, terms))))
             start = end
