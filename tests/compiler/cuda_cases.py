@@ -66,6 +66,10 @@ def row_reductions(x):
     return tf.reduce_sum(x * x, axis=-1), tf.reduce_max(x, axis=-1)
 
 
+def column_sum(x):
+    return tf.reduce_sum(x, axis=0), tf.reduce_max(x, axis=[0, 1])
+
+
 def views(x, y):
     return tf.concat([tf.transpose(x), y], axis=0)[1:, :] * 2.0
 
@@ -109,6 +113,7 @@ CASES = {
     "layer_norm": (layer_norm, spec(None, 768), spec(768), spec(768)),
     "row_reductions": (row_reductions, spec(None, None)),
     "views": (views, spec(None, None), spec(None, None)),
+    "column_reductions": (column_sum, spec(None, None, None)),
     "bert_layer": (bert_layer, spec(None, None, HIDDEN), spec(None, 1, 1, None),
                    *(spec(*s) for _, s in _WEIGHTS)),
 }
@@ -131,12 +136,13 @@ def same_shape(x, y):
     return tf.tanh(x) * y + 1.0
 
 
-def total_sum(x):
-    return tf.reduce_sum(x * 2.0)
+def strided_sum(x):
+    return tf.reduce_sum(x * 2.0, axis=[0, 2])
 
 
 CASES_HOST_ONLY = {
     "same_shape": (same_shape, spec(None, None), spec(None, None)),
-    "total_sum": (total_sum, spec(None, None)),
+    "strided_sum": (strided_sum, spec(None, None, None)),
     "bias_relu": (bias_relu, spec(None, 768), spec(768, 3072), spec(3072)),
 }
+

@@ -140,7 +140,7 @@ def test_bad_arch_and_unsupported_ops_leave_the_cluster_in_tf(tmp_path):
     req, fdef = request(*CASES["bias_chain"], arch="volta")
     reply = service.compile_request(req, fdef, options(tmp_path))
     assert not reply["ok"] and "bad CUDA architecture 'volta'" in reply["error"]
-    req, fdef = request(*CASES_HOST_ONLY["total_sum"])
+    req, fdef = request(*CASES_HOST_ONLY["strided_sum"])
     reply = service.compile_request(req, fdef, options(tmp_path))
     assert not reply["ok"] and "target cuda cannot run" in reply["error"], reply
 
@@ -161,3 +161,21 @@ def test_bert_layer_host_code_runs_every_step(build):
     assert projections == sorted([(14, 768, 768)] * 4 + [(14, 3072, 768), (14, 768, 3072)])
     attention = [g for g in gemms if g.batch > 1 or g.m != 14]
     assert attention and all(g.m == 7 and g.n in (7, 64) for g in attention)
+
+
+def test_column_reductions_are_two_deterministic_passes(build):
+    lib, layouts, _ = build("column_reductions")
+    launches, _, errors = lib.call([f32(4096, 8, 3)])
+    assert not errors
+    assert [k.name for k in launches] == ["disc_reduce_0_partial", "disc_reduce_0_finish",
+                                          "disc_reduce_1_partial", "disc_reduce_1_finish"]
+    layout = layouts["disc_reduce_0"]
+    first = launches[0]
+    fields = {f: first.field(layout, f) for f in ("outer", "red", "inner", "chunks", "chunk")}
+    # sum over axis 0: 24 columns; 256 chunks of 16 rows fill the device
+    assert fields == {"outer": 1, "red": 4096, "inner": 24, "chunks": 256, "chunk": 16}
+    assert first.grid == (24, 1, 1) and launches[1].grid == (1, 1, 1)
+    assert launches[1].args == first.args   # both passes read one struct
+    # max over axes 0 and 1 of [4096, 8, 3]: 3 columns of 32768 rows
+    second = {f: launches[2].field(layouts["disc_reduce_1"], f) for f in ("red", "inner")}
+    assert second == {"red": 32768, "inner": 3}

@@ -7,14 +7,15 @@ feeds rt->gemm_multi's shared-A tiling, a CPU cache optimization); a GEMM
 epilogue kernel stays one (codegen/cuda/gemm_bias.py decides which run
 inside the GEMM).  Its allow-list (supports) is v1's: elementwise ops,
 broadcasts, views/concat/pad/iota, row reductions and their stitch kernels
-(softmax, LayerNorm), dots and shape ops, on fp32/fp64/int64/bool device
-buffers; anything else raises Unsupported and the cluster stays in TF."""
+(softmax, LayerNorm), reductions over one run of dims (columns, all),
+dots and shape ops, on fp32/fp64/int64/bool device buffers; anything else raises Unsupported and the cluster stays in TF."""
 from __future__ import annotations
 
 import functools
 
 from ..build.cuda import build_cuda_library, nvcc_identity, parse_arch
 from ..codegen.cuda import generate_library
+from ..codegen.cuda.reduce import reduced_run
 from ..codegen.cuda.ops import (COMPUTED_DTYPES, DEVICE_DTYPES, REDUCE_DTYPES, REDUCE_OPS,
                                 elementwise_supported)
 from ..errors import Unsupported
@@ -98,6 +99,8 @@ def _unsupported(op: Op, host_values: set[Value], inlined: set[Value]) -> str:
         if bad:
             return f"a {bad[0].dtype.name} dot"
         return _host_read(op, host_values)
+    if op.name == "reduce":
+        return _reduce_unsupported(op, host_values)
     if op.name not in ("fusion", "stitch"):
         return f"IR op {op.name}"
     for v in (*op.operands, *op.results):
@@ -107,6 +110,17 @@ def _unsupported(op: Op, host_values: set[Value], inlined: set[Value]) -> str:
     for inner in op.region.ops:
         why = why or _inner_unsupported(inner, op.name)
     return why
+
+
+def _reduce_unsupported(op: Op, host_values: set[Value]) -> str:
+    """A top-level reduce runs as codegen/cuda/reduce.py's two kernels when
+    its dims are one contiguous run and its kind and type are supported."""
+    x = op.operands[0]
+    if op.attrs["kind"] not in REDUCE_OPS or x.dtype not in REDUCE_DTYPES:
+        return f"a {op.attrs['kind']} reduction of {x.dtype.name}"
+    if reduced_run(op) is None:
+        return f"a reduction over dims {sorted(op.attrs['dimensions'])} (not one run)"
+    return _host_read(op, host_values)
 
 
 def _host_read(op: Op, host_values: set[Value]) -> str:

@@ -1,7 +1,7 @@
 """The host entry of a CUDA library (host.cc): the shared checks, dims and
 allocations (codegen/host_entry.py), then each op queued on the device in
 program order: kernels through rt->launch with grid sizes and the variant
-(loop.py, rows.py) chosen from run-time dims and pointers, dots through
+(loop.py, rows.py, reduce.py) chosen from run-time dims and pointers, dots through
 rt->gemm (gemm_bias.py: a bias/activation epilogue runs inside the GEMM).
 Every check runs before the first launch, so a bad shape is an error (or a
 fallback to TF) with nothing queued."""
@@ -18,9 +18,10 @@ from ..host_entry import DimNames, entry_prologue, finish_entry
 from .gemm_bias import gemm_epilogue
 from .loop import LoopKernel
 from .ops import cuda_type
+from .reduce import ReduceKernel, emit_reduce_launch
 from .rows import ROWS_PER_BLOCK, WARP_ROW_MAX, RowKernel
 
-Kernel = LoopKernel | RowKernel
+Kernel = LoopKernel | RowKernel | ReduceKernel
 
 
 def kernel_id(name: str, suffix: str) -> str:
@@ -68,6 +69,8 @@ def render_host(func: Func, kernels: dict[Op, Kernel],
             body += _launch_loop(h, op, kernels[op])
         elif op.name == "stitch":
             body += _launch_rows(h, op, kernels[op])
+        elif op.name == "reduce":
+            body += emit_reduce_launch(op, kernels[op], h.dn, h.ptr, kernel_id)
         elif op.name == "reshape":   # a view of a dense buffer: the same pointer
             h.ptr[op.result] = h.ptr[op.operands[0]]
         elif op.name not in ("constant", "dims_tensor") and spec(op.name).kind != "assert":

@@ -24,6 +24,7 @@ from ..gemm import GEMM_HEADER, needs_helper
 from ..host_entry import ENTRY_HEAD, speculation_guard
 from .host import Kernel, kernel_id, render_host
 from .loop import build_loop_kernel
+from .reduce import build_reduce_kernel
 from .rows import build_row_kernel
 
 DEVICE_PRELUDE = '#include "cuda/prelude/disc_cuda_prelude.cuh"'
@@ -60,6 +61,8 @@ def _kernels(func: Func, prefix: str) -> dict[Op, Kernel]:
                                  for op in func.ops if op.name == "fusion"}
     kernels.update({op: build_row_kernel(op, consts, scalars, i, prefix) for i, op in
                     enumerate(o for o in func.ops if o.name == "stitch")})
+    kernels.update({op: build_reduce_kernel(op, i, prefix) for i, op in
+                    enumerate(o for o in func.ops if o.name == "reduce")})
     return kernels
 
 
