@@ -19,8 +19,16 @@ NVCC = shutil.which("nvcc") or next(
     (p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), None)
 
 
-def spec(*shape):
-    return tf.TensorSpec(list(shape), F32)
+def spec(*shape, dtype=F32):
+    return tf.TensorSpec(list(shape), dtype)
+
+
+def half(*shape):
+    return spec(*shape, dtype=tf.float16)
+
+
+def bf16(*shape):
+    return spec(*shape, dtype=tf.bfloat16)
 
 
 def request(fn, *specs, arch: str = "sm_90"):
@@ -46,6 +54,21 @@ def bias_gelu_erf(x, w, b):
 
 def bias_gelu_tanh(x, w, b):
     return tf.nn.gelu(tf.matmul(x, w) + b, approximate=True)
+
+
+def half_chain(x, y, z):
+    """No constants: the frontend cannot read 16-bit Const tensors yet."""
+    return tf.tanh(x * y - z) / (y + z)
+
+
+def half_product(x, y):
+    return x * y + x
+
+
+def layer_norm_no_eps(x, g, b):
+    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+    var = tf.reduce_mean(tf.math.squared_difference(x, mean), axis=-1, keepdims=True)
+    return (x - mean) * tf.math.rsqrt(var) * g + b
 
 
 def bias_relu(x, w, b):
@@ -114,6 +137,10 @@ CASES = {
     "row_reductions": (row_reductions, spec(None, None)),
     "views": (views, spec(None, None), spec(None, None)),
     "column_reductions": (column_sum, spec(None, None, None)),
+    "half_softmax": (softmax, half(None, None)),
+    "bf16_layer_norm": (layer_norm_no_eps, bf16(None, 768), bf16(768), bf16(768)),
+    "half_chain": (half_chain, half(None, 1, None), half(None, None, 1), half()),
+    "half_column_sum": (column_sum, half(None, None, None)),
     "bert_layer": (bert_layer, spec(None, None, HIDDEN), spec(None, 1, 1, None),
                    *(spec(*s) for _, s in _WEIGHTS)),
 }
@@ -144,5 +171,7 @@ CASES_HOST_ONLY = {
     "same_shape": (same_shape, spec(None, None), spec(None, None)),
     "strided_sum": (strided_sum, spec(None, None, None)),
     "bias_relu": (bias_relu, spec(None, 768), spec(768, 3072), spec(3072)),
+    "half_bias_relu": (bias_relu, half(None, 768), half(768, 3072), half(3072)),
+    "half_product": (half_product, half(None, None), half(None, None)),
 }
 

@@ -114,7 +114,25 @@ def _cuda_functions(cu: str) -> dict[str, str]:
     return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
-@pytest.mark.parametrize("name", ["bias_chain", "softmax", "layer_norm", "row_reductions"])
+_ELEMENT_BYTES = {"float": 4, "double": 8, "int64_t": 8, "bool": 1,
+                  "disc_cuda_f16": 2, "disc_cuda_bf16": 2}
+# One access of 16, 8 or 4 bytes, as the PTX may spell it.
+_VECTOR_PTX = {16: r"{op}\.v4\.(u32|b32|f32)|{op}\.v2\.(u64|b64|f64)",
+               8: r"{op}\.v2\.(u32|b32|f32)|{op}\.v4\.(u16|b16)|{op}\.(u64|b64)",
+               4: r"{op}\.(u32|b32)|{op}\.v2\.(u16|b16)|{op}\.v4\.(u8|b8)"}
+
+
+def _vector_bytes(source: str) -> tuple[set[int], set[int]]:
+    """The byte widths of a vectorized kernel's loads and stores: its
+    disc_vec<T, N> inputs (x<k>) and outputs (y<m>)."""
+    widths: dict[str, set[int]] = {"x": set(), "y": set()}
+    for t, n, var in re.findall(r"disc_vec<(\w+), (\d+)> ([xy])\d+", source):
+        widths[var].add(_ELEMENT_BYTES[t] * int(n))
+    return widths["x"], widths["y"]
+
+
+@pytest.mark.parametrize("name", ["bias_chain", "softmax", "layer_norm", "row_reductions",
+                                  "half_chain", "half_softmax"])
 def test_ptx_has_vector_accesses_and_warp_shuffles(tmp_path, name):
     folder = _write(tmp_path, name)
     proc = _nvcc(folder, "-ptx", "-arch=sm_90")
@@ -125,10 +143,13 @@ def test_ptx_has_vector_accesses_and_warp_shuffles(tmp_path, name):
     assert fns and sorted(fns) == sorted(source)
     for fn, body in fns.items():
         assert ".local" not in body, fn   # nothing on the stack
-        if fn.endswith("_vec") and "disc_load_vec" in source[fn]:
-            assert re.search(r"ld\.global\.nc\.v4\.(u32|b32|f32)", body), fn
         if fn.endswith("_vec"):
-            assert re.search(r"st\.global\.v4\.(u32|b32|f32)", body), fn
+            loads, stores = _vector_bytes(source[fn])
+            assert stores, fn
+            for n in loads:
+                assert re.search(_VECTOR_PTX[n].format(op=r"ld\.global\.nc"), body), (fn, n)
+            for n in stores:
+                assert re.search(_VECTOR_PTX[n].format(op=r"st\.global"), body), (fn, n)
         if fn.endswith(("_warp", "_block")):
             assert "shfl.sync.bfly" in body, fn
         if fn.endswith("_block"):

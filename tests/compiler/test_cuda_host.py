@@ -67,6 +67,28 @@ def test_vector_variant_needs_divisible_count_and_aligned_pointers(build):
     assert launch.field(layouts["disc_kernel_0"], "n") == 15
 
 
+def test_half_vector_variant_moves_eight_elements(build):
+    lib, layouts, _ = build("half_product")
+    x = np.ones((4, 512), np.float16)
+    (launch,), _, errors = lib.call([x, x])
+    assert not errors and launch.name == "disc_kernel_0_vec"
+    assert launch.grid == (1, 1, 1)   # 2048 halves: 256 groups of 8
+    (launch,), _, _ = lib.call([x, x], offsets=[2, 0])
+    assert launch.name == "disc_kernel_0_flat32"
+
+
+def test_half_matmul_epilogue_writing_half_stays_a_kernel(build):
+    """The frontend computes a half MatMul in float (operands converted), so
+    the bias + ReLU writing half cannot be the float GEMM's own epilogue."""
+    lib, _, _ = build("half_bias_relu")
+    h = [np.ones(s, np.float16) for s in ((3, 768), (768, 3072), (3072,))]
+    launches, (g,), errors = lib.call(h)
+    assert not errors and g.dtype == 1 and not g.bias and g.activation == 0
+    # the operands' converts (one kernel: equal but for names), then the epilogue
+    assert [k.name.rsplit("_", 1)[0] for k in launches] == [
+        "disc_kernel_0", "disc_kernel_0", "disc_kernel_2"]
+
+
 def test_broadcasting_call_takes_the_strided_variant(build):
     lib, layouts, _ = build("same_shape")
     (launch,), _, errors = lib.call([f32(4, 6), f32(1, 6)])

@@ -8,7 +8,7 @@ epilogue kernel stays one (codegen/cuda/gemm_bias.py decides which run
 inside the GEMM).  Its allow-list (supports) is v1's: elementwise ops,
 broadcasts, views/concat/pad/iota, row reductions and their stitch kernels
 (softmax, LayerNorm), reductions over one run of dims (columns, all),
-dots and shape ops, on fp32/fp64/int64/bool device buffers; anything else raises Unsupported and the cluster stays in TF."""
+dots and shape ops, on fp32/fp64/fp16/bf16/int64/bool device buffers; anything else raises Unsupported and the cluster stays in TF."""
 from __future__ import annotations
 
 import functools
@@ -16,8 +16,8 @@ import functools
 from ..build.cuda import build_cuda_library, nvcc_identity, parse_arch
 from ..codegen.cuda import generate_library
 from ..codegen.cuda.reduce import reduced_run
-from ..codegen.cuda.ops import (COMPUTED_DTYPES, DEVICE_DTYPES, REDUCE_DTYPES, REDUCE_OPS,
-                                elementwise_supported)
+from ..codegen.cuda.ops import (COMPUTED_DTYPES, DEVICE_DTYPES, GEMM_DTYPES, REDUCE_DTYPES,
+                                REDUCE_OPS, elementwise_supported)
 from ..errors import Unsupported
 from ..ir.core import Func, Op, Value
 from ..ir.opset import spec
@@ -95,9 +95,9 @@ def _unsupported(op: Op, host_values: set[Value], inlined: set[Value]) -> str:
     if kind == "assert" or op.name in _HOST_OPS:
         return ""
     if op.name == "dot":
-        bad = [v for v in (*op.operands, op.result) if v.dtype.name != "f32"]
-        if bad:
-            return f"a {bad[0].dtype.name} dot"
+        types = {v.dtype for v in (*op.operands, op.result)}
+        if len(types) != 1 or not types <= set(GEMM_DTYPES):
+            return f"a dot of {'/'.join(sorted(t.name for t in types))}"
         return _host_read(op, host_values)
     if op.name == "reduce":
         return _reduce_unsupported(op, host_values)

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from ... import dtypes
 from ...ir.core import Func, Op, Value
+from .ops import GEMM_DTYPES
 
 _SAMPLES = np.concatenate([np.linspace(-8.0, 8.0, 161), [-1e-3, 1e-3, 30.0, -30.0]])
 
@@ -49,10 +49,10 @@ def gemm_epilogue(dot: Op, fusion: Op, func: Func) -> GemmEpilogue | None:
     """The bias and activation fusion computes on dot's result, when the
     GEMM can compute them itself and nothing else reads that result."""
     res = dot.result
-    if res.dtype != dtypes.F32 or "result_perm" in dot.attrs or res in func.rets:
+    if res.dtype not in GEMM_DTYPES or "result_perm" in dot.attrs or res in func.rets:
         return None
-    if len(fusion.results) != 1 or fusion.result.shape != res.shape:
-        return None
+    if len(fusion.results) != 1 or fusion.result.type != res.type:
+        return None   # the GEMM writes the epilogue's buffer: same shape and type
     if any(res in op.operands for op in func.ops if op is not fusion):
         return None
     consts = {op.result: op.attrs["value"] for op in func.ops if op.name == "constant"}

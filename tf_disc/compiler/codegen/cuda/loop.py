@@ -19,11 +19,10 @@ import dataclasses
 
 from ...ir.core import Op, Value
 from ...ir.opset import spec
-from ..expressions import literal
 from ..index_ops import IndexCtx, emit_index
 from ..kernel_code import LocalNames, field_index
 from .device_code import DeviceKernelCode, Field
-from .ops import cuda_type, emit_cuda
+from .ops import cuda_literal, cuda_type, emit_cuda
 
 MODES = ("flat", "vec", "strided")
 VECTOR_BYTES = 16
@@ -60,7 +59,7 @@ class LoopKernel:
 def scalar_literal(v: Value, consts: dict[Value, Op]) -> str | None:
     c = consts.get(v)
     if c is not None and v.type.rank == 0:
-        return literal(c.attrs["value"][0], v.dtype)
+        return cuda_literal(c.attrs["value"][0], v.dtype)
     return None
 
 

@@ -19,7 +19,7 @@ from ...ir.core import Op
 from ..host_checks import alloc_temp, free_temps
 from .device_code import DeviceKernelCode, Field
 from .loop import GRID_STRIDE, read_only
-from .ops import REDUCE_OPS, cuda_type, reduce_init
+from .ops import REDUCE_OPS, compute_type, cuda_type, reduce_init
 
 # Rows per chunk at least (fewer would make the partials the traffic).
 MIN_CHUNK_ROWS = 16
@@ -42,10 +42,11 @@ def reduced_run(op: Op) -> tuple[int, int] | None:
 
 def build_reduce_kernel(op: Op, index: int, prefix: str = "") -> ReduceKernel:
     (x,) = op.operands
-    t, ot = cuda_type(x.dtype), cuda_type(op.result.dtype)
+    # t: the accumulator's and the partials' type (16-bit floats add up in float)
+    xt, t, ot = cuda_type(x.dtype), compute_type(x.dtype), cuda_type(op.result.dtype)
     kind = op.attrs["kind"]
     fn, init = REDUCE_OPS[kind], reduce_init(kind, t)
-    fields = (Field(f"const {t}*", "p0"), Field(f"{ot}*", "o0"), Field(f"{t}*", "t0"),
+    fields = (Field(f"const {xt}*", "p0"), Field(f"{ot}*", "o0"), Field(f"{t}*", "t0"),
               Field("int64_t", "outer"), Field("int64_t", "red"), Field("int64_t", "inner"),
               Field("int64_t", "chunks"), Field("int64_t", "chunk"))
     partial = (*GRID_STRIDE,
@@ -55,10 +56,10 @@ def build_reduce_kernel(op: Op, index: int, prefix: str = "") -> ReduceKernel:
                "    const int64_t k = oc % c.chunks, o = oc / c.chunks;",
                "    const int64_t begin = k * c.chunk;",
                "    const int64_t end = begin + c.chunk < c.red ? begin + c.chunk : c.red;",
-               f"    const {t}* p = c.p0 + o * c.red * c.inner + j;",
+               f"    const {xt}* p = c.p0 + o * c.red * c.inner + j;",
                f"    {t} acc = {init};",
                "    for (int64_t r = begin; r < end; ++r) "
-               f"acc = {fn}()(acc, {read_only('p + r * c.inner', x.dtype)});",
+               f"acc = {fn}()(acc, {t}({read_only('p + r * c.inner', x.dtype)}));",
                "    c.t0[i] = acc;",
                "  }")
     finish = (*GRID_STRIDE,
@@ -86,7 +87,7 @@ def emit_reduce_launch(op: Op, k: ReduceKernel, dn, ptr: dict, kernel_id) -> lis
     xd = [dn(d) for d in x.shape]
     out = list(dn.lines)
     dn.lines = []
-    t = cuda_type(x.dtype)
+    t = compute_type(x.dtype)
     part = f"part_{op.result.name}"
     out += ["  {",
             f"    const int64_t outer = {_prod(xd[:first])}, red = {_prod(xd[first:end])}, "

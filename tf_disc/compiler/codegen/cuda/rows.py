@@ -23,7 +23,7 @@ from ...ir.core import Op, Value
 from ..kernel_code import LocalNames, field_index
 from .device_code import DeviceKernelCode, Field
 from .loop import host_scalar, read_only, scalar_fields, scalar_literal
-from .ops import REDUCE_OPS, cuda_type, emit_cuda, reduce_init
+from .ops import REDUCE_OPS, compute_type, cuda_type, emit_cuda, reduce_init
 
 # Rows of at most this many elements get a warp each (BladeDISC's
 # kRowReductionScheduleTurningSize).
@@ -181,12 +181,12 @@ def _body(rows: _Rows, s: Schedule) -> list[str]:
         memo = dict(per_row)
         accs = []
         for o in mine:
-            t = cuda_type(o.operands[0].dtype)
+            t = compute_type(o.operands[0].dtype)   # 16-bit floats add up in float
             acc = f"a_{rows.local(o.result)}"
             accs.append((o, acc, t))
             scope.append(f"{t} {acc} = {reduce_init(o.attrs['kind'], t)};")
             x = rows.expr(o.operands[0], lines, memo)
-            lines.append(f"{acc} = {REDUCE_OPS[o.attrs['kind']]}()({acc}, {x});")
+            lines.append(f"{acc} = {REDUCE_OPS[o.attrs['kind']]}()({acc}, {t}({x}));")
         for v in stored:
             lines.append(f"c.o{rows.outputs[v]}[row + j] = {rows.expr(v, lines, memo)};")
         scope += [f"for (int64_t j = {s.first}; j < R; j += {s.stride}) {{",

@@ -30,6 +30,7 @@ from .rows import build_row_kernel
 DEVICE_PRELUDE = '#include "cuda/prelude/disc_cuda_prelude.cuh"'
 HOST_INCLUDES = ('#include "host/disc_host.h"', '#include "cuda/prelude/disc_cuda_launch.h"')
 ARGS_HEADER = "args.h"
+TYPES_INCLUDE = '#include "cuda/prelude/disc_cuda_types.h"'
 _EXPORT = 'extern "C" __attribute__((visibility("default")))'
 
 
@@ -104,7 +105,7 @@ def generate_library(func: Func) -> CudaLibrary:
     guard = "DISC_GENERATED_ARGS_H_"
     args_h = "\n".join([f"// Kernel arguments of {c_comment(func.name)} (blade_disc_tf.compiler)",
                         f"#ifndef {guard}", f"#define {guard}", "#include <cstddef>",
-                        "#include <cstdint>", "",
+                        "#include <cstdint>", TYPES_INCLUDE, "",
                         *(k.code.struct(k.name) for k in emitted), *aliases, "",
                         f"#endif  // {guard}", ""])
     kernels_cu = "\n".join([f"// Device code of {c_comment(func.name)}", DEVICE_PRELUDE,
