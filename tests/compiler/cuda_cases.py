@@ -56,6 +56,13 @@ def bias_gelu_tanh(x, w, b):
     return tf.nn.gelu(tf.matmul(x, w) + b, approximate=True)
 
 
+def half_bias_gelu(x, w, b, approximate):
+    """GELU in float32 between casts (the frontend cannot read 16-bit Const
+    tensors, such as a half GELU's coefficients, yet)."""
+    y = tf.matmul(x, w) + b
+    return tf.cast(tf.nn.gelu(tf.cast(y, F32), approximate=approximate), y.dtype)
+
+
 def half_chain(x, y, z):
     """No constants: the frontend cannot read 16-bit Const tensors yet."""
     return tf.tanh(x * y - z) / (y + z)
@@ -172,6 +179,10 @@ CASES_HOST_ONLY = {
     "strided_sum": (strided_sum, spec(None, None, None)),
     "bias_relu": (bias_relu, spec(None, 768), spec(768, 3072), spec(3072)),
     "half_bias_relu": (bias_relu, half(None, 768), half(768, 3072), half(3072)),
+    "half_bias_gelu_tanh": (functools.partial(half_bias_gelu, approximate=True),
+                            half(None, 768), half(768, 3072), half(3072)),
+    "half_bias_gelu_erf": (functools.partial(half_bias_gelu, approximate=False),
+                           half(None, 768), half(768, 3072), half(3072)),
     "half_product": (half_product, half(None, None), half(None, None)),
 }
 

@@ -77,16 +77,24 @@ def test_half_vector_variant_moves_eight_elements(build):
     assert launch.name == "disc_kernel_0_flat32"
 
 
-def test_half_matmul_epilogue_writing_half_stays_a_kernel(build):
-    """The frontend computes a half MatMul in float (operands converted), so
-    the bias + ReLU writing half cannot be the float GEMM's own epilogue."""
-    lib, _, _ = build("half_bias_relu")
+@pytest.mark.parametrize("case,activation", [("half_bias_relu", 1), ("half_bias_gelu_tanh", 3)])
+def test_half_matmul_is_a_half_gemm_with_its_epilogue(build, case, activation):
+    """A half MatMul (float32 math between converts in the frontend) is one
+    16-bit GEMM (passes/narrow_dots.py) computing its bias and activation."""
+    lib, _, _ = build(case)
     h = [np.ones(s, np.float16) for s in ((3, 768), (768, 3072), (3072,))]
     launches, (g,), errors = lib.call(h)
-    assert not errors and g.dtype == 1 and not g.bias and g.activation == 0
-    # the operands' converts (one kernel: equal but for names), then the epilogue
-    assert [k.name.rsplit("_", 1)[0] for k in launches] == [
-        "disc_kernel_0", "disc_kernel_0", "disc_kernel_2"]
+    assert not errors and not launches
+    assert g.dtype == 19 and g.activation == activation   # DISC_DTYPE_HALF
+    assert (g.a, g.b, g.bias) == tuple(lib.input_ptrs[:3])
+
+
+def test_half_matmul_with_other_epilogue_runs_a_kernel_after_the_gemm(build):
+    lib, _, _ = build("half_bias_gelu_erf")
+    h = [np.ones(s, np.float16) for s in ((3, 768), (768, 3072), (3072,))]
+    launches, (g,), errors = lib.call(h)
+    assert not errors and g.dtype == 19 and not g.bias and g.activation == 0
+    assert [k.name.rsplit("_", 1)[0] for k in launches] == ["disc_kernel_0"]
 
 
 def test_broadcasting_call_takes_the_strided_variant(build):

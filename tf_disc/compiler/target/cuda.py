@@ -3,9 +3,10 @@ architecture, host code by the system C++ compiler, run through the
 runtime's device entries (rt->launch, rt->gemm: runtime/disc_abi.h).
 
 Its pass list is the shared one without the CPU's GEMM grouping (merge_gemm
-feeds rt->gemm_multi's shared-A tiling, a CPU cache optimization); a GEMM
-epilogue kernel stays one (codegen/cuda/gemm_bias.py decides which run
-inside the GEMM).  Its allow-list (supports) is v1's: elementwise ops,
+feeds rt->gemm_multi's shared-A tiling, a CPU cache optimization) and with
+narrow_dots (a half MatMul as a 16-bit GEMM: cuBLASLt's read 16-bit operands
+and accumulate in float32); a GEMM epilogue kernel stays one
+(codegen/cuda/gemm_bias.py decides which run inside the GEMM).  Its allow-list (supports) is v1's: elementwise ops,
 broadcasts, views/concat/pad/iota, row reductions and their stitch kernels
 (softmax, LayerNorm), reductions over one run of dims (columns, all),
 dots and shape ops, on fp32/fp64/fp16/bf16/int64/bool device buffers; anything else raises Unsupported and the cluster stays in TF."""
@@ -22,6 +23,7 @@ from ..errors import Unsupported
 from ..ir.core import Func, Op, Value
 from ..ir.opset import spec
 from ..options import CompileOptions
+from ..passes.narrow_dots import narrow_dots
 from ..passes.pipeline import standard_passes
 from .base import Pass, Target
 
@@ -47,8 +49,13 @@ class CudaTarget(Target):
         self.arch, self.nvcc = arch, nvcc
 
     def passes(self) -> list[tuple[str, Pass]]:
-        return [(n, p) for n, p in standard_passes(cheap_to_recompute)
-                if n not in _CPU_ONLY_PASSES]
+        out = []
+        for n, p in standard_passes(cheap_to_recompute):
+            if n not in _CPU_ONLY_PASSES:
+                out.append((n, p))
+            if n == "canonicalize":   # before cse and dce, which drop the dead converts
+                out.append(("narrow_dots", narrow_dots))
+        return out
 
     def generate(self, func: Func, units: int) -> tuple[str, list[str]]:
         lib = generate_library(func)

@@ -72,15 +72,29 @@ def gemm_epilogue(dot: Op, fusion: Op, func: Func) -> GemmEpilogue | None:
     return None
 
 
+def _float_convert(o: Op | None) -> bool:
+    return o is not None and o.name == "convert" and o.operands[0].dtype.is_float \
+        and o.result.dtype.is_float
+
+
+def _unconverted(v: Value, producer: dict[Value, Op]) -> Value:
+    """v before the float-to-float converts that produced it."""
+    while _float_convert(producer.get(v)):
+        v = producer[v].operands[0]
+    return v
+
+
 def _bias_add(fusion: Op, res: Value) -> tuple[Value, Value] | None:
-    """(the region value dot result + broadcast bias, the bias vector)."""
+    """(the region value dot result + broadcast bias, the bias vector); each
+    side may be converted between float types first (a 16-bit dot's
+    epilogue adds in float32: ops/half.py)."""
     rank = res.type.rank
     producer = {r: o for o in fusion.region.ops for r in o.results}
     for o in fusion.region.ops:
-        if o.name != "add" or res not in o.operands:
+        sides = [_unconverted(x, producer) for x in o.operands]
+        if o.name != "add" or res not in sides:
             continue
-        other = o.operands[1] if o.operands[0] is res else o.operands[0]
-        b = producer.get(other)
+        b = producer.get(sides[1] if sides[0] is res else sides[0])
         if b is None or b.name != "broadcast_in_dim":
             return None
         bias = b.operands[0]
@@ -94,7 +108,11 @@ def _bias_add(fusion: Op, res: Value) -> tuple[Value, Value] | None:
 
 def _evaluate(fusion: Op, y: Value, consts: dict) -> np.ndarray:
     """The region's output at y = _SAMPLES; KeyError when it reads anything
-    but y and scalar constants (or an op _EVAL lacks) besides the bias add."""
+    but y and scalar constants (or an op _EVAL lacks) besides the bias add.
+    Converts between float types are the identity: the GEMM's epilogue
+    computes in float32 and rounds its result once, where TF rounds each
+    16-bit op (within TF-on-GPU tolerances, as TF's own fused cuBLASLt
+    epilogues)."""
     vals: dict[Value, np.ndarray] = {y: _SAMPLES}
     region = fusion.region
 
@@ -104,12 +122,26 @@ def _evaluate(fusion: Op, y: Value, consts: dict) -> np.ndarray:
         if v in consts and len(consts[v]) == 1:
             return np.float64(consts[v][0])
         raise KeyError(v.name)
+    feeding = _feeding(region, y)
     for o in region.ops:
-        if o.result is y or (o.name == "broadcast_in_dim" and o.operands[0].type.rank):
-            continue   # the bias add and its broadcast: y itself
-        if o.name == "broadcast_in_dim":
+        if o in feeding:
+            continue   # the bias add and its operands: y itself
+        if o.name == "broadcast_in_dim" or _float_convert(o):
             vals[o.result] = value(o.operands[0])
             continue
         vals[o.result] = np.asarray(_EVAL[o.name](*[value(x) for x in o.operands]),
                                     dtype=np.float64) * np.ones_like(_SAMPLES)
     return np.broadcast_to(value(region.outputs[0]), _SAMPLES.shape)
+
+
+def _feeding(region, y: Value) -> set[Op]:
+    """The region ops y is computed from, y's own included."""
+    producer = {r: o for o in region.ops for r in o.results}
+    out: set[Op] = set()
+    todo = [y]
+    while todo:
+        o = producer.get(todo.pop())
+        if o is not None and o not in out:
+            out.add(o)
+            todo += o.operands
+    return out

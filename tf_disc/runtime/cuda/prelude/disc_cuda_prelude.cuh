@@ -73,20 +73,10 @@ template <class T> DISC_DEVICE T disc_floor_mod_float(T x, T y) {
   const T m = fmod(x, y);
   return (m != 0 && ((y < 0) != (m < 0))) ? T(m + y) : m;
 }
-// 16-bit floats are computed in float, each op rounded back (as TF's Eigen
-// kernels do): generated code converts through float, never mixes types.
-template <class T> struct disc_is_16bit { static constexpr bool value = false; };
-template <> struct disc_is_16bit<disc_cuda_f16> { static constexpr bool value = true; };
-template <> struct disc_is_16bit<disc_cuda_bf16> { static constexpr bool value = true; };
-
 // static_cast, but float -> integer saturates NaN and out-of-range values to
 // the type's minimum (what TF's x86 kernels yield; cvt.rzi would clamp).
 template <class To, class From> DISC_DEVICE To disc_convert(From x) {
-  if constexpr (disc_is_16bit<From>::value) {
-    return disc_convert<To, float>(float(x));
-  } else if constexpr (disc_is_16bit<To>::value) {
-    return To(disc_convert<float, From>(x));
-  } else if constexpr (std::is_same<To, bool>::value) {
+  if constexpr (std::is_same<To, bool>::value) {
     return x != From(0);
   } else if constexpr (std::is_integral<To>::value && std::is_floating_point<From>::value) {
     const From lim = From(sizeof(To) == 8 ? 9223372036854775808.0 : 2147483648.0);
