@@ -56,26 +56,12 @@ def bias_gelu_tanh(x, w, b):
     return tf.nn.gelu(tf.matmul(x, w) + b, approximate=True)
 
 
-def half_bias_gelu(x, w, b, approximate):
-    """GELU in float32 between casts (the frontend cannot read 16-bit Const
-    tensors, such as a half GELU's coefficients, yet)."""
-    y = tf.matmul(x, w) + b
-    return tf.cast(tf.nn.gelu(tf.cast(y, F32), approximate=approximate), y.dtype)
-
-
 def half_chain(x, y, z):
-    """No constants: the frontend cannot read 16-bit Const tensors yet."""
-    return tf.tanh(x * y - z) / (y + z)
+    return tf.tanh(x * y - z) / (y + 2.0) * 0.5
 
 
 def half_product(x, y):
     return x * y + x
-
-
-def layer_norm_no_eps(x, g, b):
-    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
-    var = tf.reduce_mean(tf.math.squared_difference(x, mean), axis=-1, keepdims=True)
-    return (x - mean) * tf.math.rsqrt(var) * g + b
 
 
 def bias_relu(x, w, b):
@@ -145,11 +131,13 @@ CASES = {
     "views": (views, spec(None, None), spec(None, None)),
     "column_reductions": (column_sum, spec(None, None, None)),
     "half_softmax": (softmax, half(None, None)),
-    "bf16_layer_norm": (layer_norm_no_eps, bf16(None, 768), bf16(768), bf16(768)),
+    "bf16_layer_norm": (layer_norm, bf16(None, 768), bf16(768), bf16(768)),
     "half_chain": (half_chain, half(None, 1, None), half(None, None, 1), half()),
     "half_column_sum": (column_sum, half(None, None, None)),
     "bert_layer": (bert_layer, spec(None, None, HIDDEN), spec(None, 1, 1, None),
                    *(spec(*s) for _, s in _WEIGHTS)),
+    "half_bert_layer": (bert_layer, half(None, None, HIDDEN), half(None, 1, 1, None),
+                        *(half(*s) for _, s in _WEIGHTS)),
 }
 
 
@@ -179,10 +167,9 @@ CASES_HOST_ONLY = {
     "strided_sum": (strided_sum, spec(None, None, None)),
     "bias_relu": (bias_relu, spec(None, 768), spec(768, 3072), spec(3072)),
     "half_bias_relu": (bias_relu, half(None, 768), half(768, 3072), half(3072)),
-    "half_bias_gelu_tanh": (functools.partial(half_bias_gelu, approximate=True),
-                            half(None, 768), half(768, 3072), half(3072)),
-    "half_bias_gelu_erf": (functools.partial(half_bias_gelu, approximate=False),
-                           half(None, 768), half(768, 3072), half(3072)),
+    "half_bias_gelu_tanh": (bias_gelu_tanh, half(None, 768), half(768, 3072), half(3072)),
+    "half_bias_gelu_erf": (bias_gelu_erf, half(None, 768), half(768, 3072), half(3072)),
+    "bf16_bias_gelu_tanh": (bias_gelu_tanh, bf16(None, 768), bf16(768, 3072), bf16(3072)),
     "half_product": (half_product, half(None, None), half(None, None)),
 }
 

@@ -2,6 +2,7 @@
 (cuda_harness.py's mock runtime): run-time schedule choices, the kernel
 table, GEMM epilogues, shape errors before any launch; and the compile
 request's target and architecture (target/__init__.py target_for)."""
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -77,15 +78,19 @@ def test_half_vector_variant_moves_eight_elements(build):
     assert launch.name == "disc_kernel_0_flat32"
 
 
-@pytest.mark.parametrize("case,activation", [("half_bias_relu", 1), ("half_bias_gelu_tanh", 3)])
-def test_half_matmul_is_a_half_gemm_with_its_epilogue(build, case, activation):
+@pytest.mark.parametrize("case,dtype,gemm_dtype,activation", [
+    ("half_bias_relu", np.float16, 19, 1), ("half_bias_gelu_tanh", np.float16, 19, 3),
+    ("bf16_bias_gelu_tanh", ml_dtypes.bfloat16, 14, 3)])
+def test_half_matmul_is_a_half_gemm_with_its_epilogue(build, case, dtype, gemm_dtype,
+                                                       activation):
     """A half MatMul (float32 math between converts in the frontend) is one
-    16-bit GEMM (passes/narrow_dots.py) computing its bias and activation."""
+    16-bit GEMM (passes/narrow_dots.py) computing its bias and activation
+    (each op of TF's half GELU rounded between converts)."""
     lib, _, _ = build(case)
-    h = [np.ones(s, np.float16) for s in ((3, 768), (768, 3072), (3072,))]
+    h = [np.ones(s, dtype) for s in ((3, 768), (768, 3072), (3072,))]
     launches, (g,), errors = lib.call(h)
     assert not errors and not launches
-    assert g.dtype == 19 and g.activation == activation   # DISC_DTYPE_HALF
+    assert g.dtype == gemm_dtype and g.activation == activation   # DISC_DTYPE_HALF/BFLOAT16
     assert (g.a, g.b, g.bias) == tuple(lib.input_ptrs[:3])
 
 
@@ -175,15 +180,20 @@ def test_bad_arch_and_unsupported_ops_leave_the_cluster_in_tf(tmp_path):
     assert not reply["ok"] and "target cuda cannot run" in reply["error"], reply
 
 
-def test_bert_layer_host_code_runs_every_step(build):
+@pytest.mark.parametrize("case,dtype,gemm_dtype", [("bert_layer", np.float32, 1),
+                                                   ("half_bert_layer", np.float16, 19)])
+def test_bert_layer_host_code_runs_every_step(build, case, dtype, gemm_dtype):
     """The encoder layer's host code on [2, 7, 768]: all checks pass, every
     launch names a table entry with a non-empty grid, and the GEMMs are the
-    layer's (Q, K, V, output and FFN projections, the attention products)."""
+    layer's (Q, K, V, output and FFN projections, the attention products),
+    16-bit ones for a half layer."""
     from .cuda_cases import _WEIGHTS
-    lib, layouts, _ = build("bert_layer")
-    weights = [f32(*shape) for _, shape in _WEIGHTS]
-    launches, gemms, errors = lib.call([f32(2, 7, 768), f32(2, 1, 1, 7), *weights])
+    lib, layouts, _ = build(case)
+    weights = [f32(*shape).astype(dtype) for _, shape in _WEIGHTS]
+    inputs = [f32(2, 7, 768).astype(dtype), f32(2, 1, 1, 7).astype(dtype)]
+    launches, gemms, errors = lib.call([*inputs, *weights])
     assert not errors, errors
+    assert {g.dtype for g in gemms} == {gemm_dtype}
     names = lib.kernel_names()
     assert launches and all(names[k.kernel] == k.name and k.grid[0] > 0 for k in launches)
     assert any(k.name.endswith("_warp") for k in launches)   # softmax and LayerNorm rows

@@ -84,3 +84,25 @@ def test_reductions_softmax_matmul(compiler, dtype):
         x = (rng.standard_normal((m, k))).astype(_np(dtype))
         w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(_np(dtype))
         _run(compiler, fn, spec, [x, w], dtype, accumulating=True)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_constants_of_the_half_type(compiler, dtype):
+    """Half Const tensors (a GELU's coefficients, a norm's epsilon, a
+    constant table) are read from their TensorProto's 16-bit values."""
+    table = np.array([[0.5, -2.0, 3.25]], _np(dtype))
+
+    def elementwise(x):
+        return [tf.nn.gelu(x, approximate=True), tf.nn.gelu(x, approximate=False),
+                x * tf.constant(table) + 1.5]
+
+    def rms_norm(x):
+        return x * tf.math.rsqrt(tf.reduce_mean(x * x, axis=-1, keepdims=True) + 1e-3)
+    elementwise.__name__ = f"half_constants_{dtype.name}"
+    rms_norm.__name__ = f"half_epsilon_{dtype.name}"
+    rng = np.random.default_rng(3)
+    spec = [tf.TensorSpec([None, 3], dtype)]
+    for rows in (4, 1, 0):
+        x = (rng.standard_normal((rows, 3)) * 3).astype(_np(dtype))
+        _run(compiler, elementwise, spec, [x], dtype)
+        _run(compiler, rms_norm, spec, [x], dtype, accumulating=True)

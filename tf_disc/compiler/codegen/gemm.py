@@ -16,7 +16,6 @@ from typing import Callable
 
 from ..ir.core import Op, Value
 from ..ir.dot import logical_shape
-from .c_types import c_type
 from .host_checks import free_temps
 
 # The header with disc_gemm_batched, included by libraries with a dot.
@@ -106,7 +105,6 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
     out = list(dn.lines)
     dn.lines = []
     nb = len(op.attrs["batch_lhs"])
-    t = c_type(res.dtype)
 
     ep = f"{epilogue[0]}, {epilogue[1]}" if epilogue else "nullptr, nullptr"
     own = "" if (bias, activation) == ("nullptr", "DISC_ACT_NONE") else f", {bias}, {activation}"
@@ -121,7 +119,8 @@ def emit_dot(op: Op, dn, ptr: dict[Value, str], k: int,
             f"    const DiscGemmArgs g = {{{library_dtype(op)}, {g['ta']}, {g['tb']}, 1, m, n, k, "
             f"{ptr[lhs]}, {g['lda']}, 0, {ptr[rhs]}, {g['ldb']}, 0, {c_ptr or ptr[res]}, {g['ldc']}, 0, "
             f"{ep}, 0{own}}};",
-            f"    if (disc_gemm_batched(rt, g, {nb}, bd, sa, sb, sc, sizeof({t}))) return 1;"]
+            f"    if (disc_gemm_batched(rt, g, {nb}, bd, sa, sb, sc, {res.dtype.itemsize})) "
+            "return 1;"]
     out += free_temps(op)
     out.append("  }")
     return out

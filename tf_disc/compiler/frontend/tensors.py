@@ -24,7 +24,10 @@ def tensor_to_numpy(t) -> np.ndarray:
         if arr.size != n:
             raise Unsupported("Const tensor_content size mismatch")
         return arr.astype(dt.np).reshape(shape)
-    vals = list(getattr(t, _VAL_FIELD[dt.name]))
+    if dt in dtypes.HALF:   # half_val: each element's 16 bits
+        vals = list(np.asarray(t.half_val, np.uint16).view(dt.np))
+    else:
+        vals = list(getattr(t, _VAL_FIELD[dt.name]))
     if n == 0:
         return np.zeros(shape, dt.np)
     if not vals:

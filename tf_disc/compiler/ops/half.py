@@ -15,8 +15,8 @@ from ..dtypes import F16, F32, HALF
 from .rule import OpRule
 
 _HALF_ENUMS = {d.tf_enum for d in HALF}
-# Const: its value is decoded from the TensorProto (no half decoding); Range:
-# host arithmetic on its scalars.
+# Const: a constant of the half type itself (ops/misc.py); Range: host
+# arithmetic on its scalars.
 EXCLUDED = frozenset({"Const", "Range"})
 
 

@@ -79,7 +79,7 @@ def _pass(name: str) -> OpRule:
 
 
 RULES = [
-    OpRule("Const", lower_const, {"dtype": ALL}, dtype_rule=_const_dtype,
+    OpRule("Const", lower_const, {"dtype": ALL + dtypes.HALF}, dtype_rule=_const_dtype,
            shape_rule=_const_shape, fusion="constant"),
     _pass("Identity"),
     _pass("StopGradient"),
