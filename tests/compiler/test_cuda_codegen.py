@@ -156,9 +156,12 @@ def test_ptx_has_vector_accesses_and_warp_shuffles(tmp_path, name):
             assert "bar.sync" in body, fn
 
 
-def test_bert_layer_runs_every_kernel_kind():
+@pytest.mark.parametrize("name", ["bert_layer", "half_bert_layer"])
+def test_bert_layer_runs_every_kernel_kind(name):
     """The encoder layer is one CUDA library: loop, vectorized and row
-    kernels, and GEMMs on the host side."""
-    _, kernels_cu, host_cc = sources("bert_layer")
+    kernels (softmax and both LayerNorms: no other reduction kernel), and
+    GEMMs on the host side."""
+    _, kernels_cu, host_cc = sources(name)
     assert "_vec(" in kernels_cu and "_warp(" in kernels_cu and "_block(" in kernels_cu
+    assert "disc_reduce" not in kernels_cu
     assert "disc_gemm_batched" in host_cc

@@ -102,9 +102,36 @@ def _grow(seed: Op, rs: RowShape, producer: dict, users: dict, taken: set) -> se
     return group
 
 
+def _drop_reread_inputs(group: set[Op], ops: list[Op], producer: dict) -> set[Op]:
+    """Drops members upstream of every reduction of the group that a
+    non-member reads on a path back into the group (a half LayerNorm's
+    input rounded to half, which the next GEMM also reads): they run before
+    that non-member as loop kernels, and the kernel after it, instead of
+    _make_convex dropping all of the group behind the non-member."""
+    while True:
+        late: set[Op] = set()           # members downstream of a reduction
+        origins: dict[Value, set[Op]] = {}   # early members reaching a value via outsiders
+        culprits: set[Op] = set()
+        for op in ops:
+            reached = set().union(*(origins.get(x, set()) for x in op.operands))
+            if op in group:
+                if op.name == "reduce" or any(producer.get(x) in late for x in op.operands):
+                    late.add(op)
+                culprits |= reached
+            else:
+                reached |= {producer[x] for x in op.operands
+                            if producer.get(x) in group and producer[x] not in late}
+            if reached:
+                origins.update(dict.fromkeys(op.results, reached))
+        if not culprits:
+            return group
+        group = group - culprits
+
+
 def _make_convex(group: set[Op], ops: list[Op], producer: dict) -> set[Op]:
     """Drops members downstream of a non-member that reads the group (the
     kernel would have to run both before and after that op)."""
+    group = _drop_reread_inputs(group, ops, producer)
     while True:
         tainted: set[Value] = set()     # values depending on the group through an outsider
         bad: set[Op] = set()
