@@ -23,9 +23,10 @@ MAX_REGISTERS = 64
 ARCHS = ("sm_80", "sm_90a")
 
 
-def _write(tmp, name: str) -> str:
+def _write(tmp, name: str, folder: str = "") -> str:
+    """Case `name`'s device sources in tmp/<folder or name>."""
     args_h, kernels_cu, _ = sources(name)
-    d = tmp / name
+    d = tmp / (folder or name)
     d.mkdir(exist_ok=True)
     (d / "args.h").write_text(args_h)
     (d / "kernels.cu").write_text(kernels_cu)
@@ -76,12 +77,7 @@ def ptxas_reports(tmp_path_factory):
 
     def run(job):
         name, arch = job
-        folder = _write(tmp, name) + "_" + arch
-        os.makedirs(folder, exist_ok=True)
-        for f in ("args.h", "kernels.cu"):
-            with open(os.path.join(tmp / name, f)) as src, \
-                    open(os.path.join(folder, f), "w") as dst:
-                dst.write(src.read())
+        folder = _write(tmp, name, f"{name}_{arch}")   # one folder per job: they run at once
         proc = _nvcc(folder, "-cubin", f"-arch={arch}", "-Xptxas", "-v")
         assert proc.returncode == 0, f"{name} {arch}:\n{proc.stderr[-3000:]}"
         return job, parse_ptxas(proc.stderr)
