@@ -1,7 +1,12 @@
 """The host side of generated CUDA libraries, run without a GPU
 (cuda_harness.py's mock runtime): run-time schedule choices, the kernel
-table, GEMM epilogues, shape errors before any launch; and the compile
-request's target and architecture (target/__init__.py target_for)."""
+table, GEMM epilogues, shape errors before any launch, GEMM arguments the
+CUDA runtime's own cuBLASLt translation accepts; and the compile request's
+target and architecture (target/__init__.py target_for)."""
+import ctypes
+import os
+import subprocess
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -219,3 +224,46 @@ def test_column_reductions_are_two_deterministic_passes(build):
     # max over axes 0 and 1 of [4096, 8, 3]: 3 columns of 32768 rows
     second = {f: launches[2].field(layouts["disc_reduce_1"], f) for f in ("red", "inner")}
     assert second == {"red": 32768, "inner": 3}
+
+
+@pytest.fixture(scope="module")
+def plan_gemm(tmp_path_factory):
+    """The runtime's PlanLtGemm on one DiscGemmArgs: "" or why it refuses
+    (cuda_gemm_plan.cc built against the TF wheel's CUDA headers)."""
+    import tensorflow as tf
+    cuda = os.path.join(tf.sysconfig.get_include(), "third_party", "gpus", "cuda")
+    if not os.path.isfile(os.path.join(cuda, "include", "cublasLt.h")):
+        pytest.skip("the TF wheel ships no CUDA headers")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = str(tmp_path_factory.mktemp("gemm_plan") / "libgemm_plan.so")
+    subprocess.run(["c++", "-std=c++17", "-O1", "-shared", "-fPIC", "-I", root,
+                    "-I", os.path.join(cuda, "include"),
+                    "-I", os.path.join(cuda, "libcudacxx", "include"),
+                    os.path.join(root, "tests", "compiler", "cuda_gemm_plan.cc"),
+                    os.path.join(root, "tf_disc", "runtime", "cuda", "cublaslt_gemm.cc"),
+                    "-ldl", "-o", out], check=True, capture_output=True, text=True)
+    fn = ctypes.CDLL(out).disc_test_plan_gemm
+    fn.restype = ctypes.c_int
+
+    def plan(g) -> str:
+        error = ctypes.create_string_buffer(512)
+        return "" if fn(ctypes.byref(g), error, len(error)) else error.value.decode()
+    return plan
+
+
+@pytest.mark.parametrize("case,dtype", [("bert_layer", np.float32),
+                                        ("half_bert_layer", np.float16),
+                                        ("bias_gelu_tanh", np.float32),
+                                        ("bf16_bias_gelu_tanh", ml_dtypes.bfloat16)])
+def test_runtime_plans_every_gemm_the_host_code_issues(build, plan_gemm, case, dtype):
+    from .cuda_cases import _WEIGHTS
+    lib, _, _ = build(case)
+    if "bert" in case:
+        inputs = [f32(2, 7, 768), f32(2, 1, 1, 7), *(f32(*s) for _, s in _WEIGHTS)]
+    else:
+        inputs = [f32(5, 768), f32(768, 3072), f32(3072)]
+    _, gemms, errors = lib.call([x.astype(dtype) for x in inputs])
+    assert not errors and gemms
+    assert [plan_gemm(g) for g in gemms] == [""] * len(gemms)
+    gemms[0].dtype = 3   # int32: a GEMM the runtime refuses
+    assert plan_gemm(gemms[0])
