@@ -43,6 +43,12 @@ struct Call {
   bool allow_tf32;
   HarnessAlloc alloc;
   void* user;
+  // Scratch comes from this caller-owned device block first (bump
+  // allocation, reset per call: work on one stream runs in order, so the
+  // next call may reuse it), the callback only when it is full.  A Python
+  // callback per temp would cost microseconds that TF's allocator does not.
+  char* arena = nullptr;
+  size_t arena_bytes = 0, arena_used = 0;
   std::mutex mu;        // generated host code is single-threaded; cheap insurance
   int32_t error_code = 0;
   std::string error;
@@ -74,8 +80,17 @@ void* AllocOutput(void* ctx, int32_t index, int32_t rank, const int64_t* dims) {
   return p;
 }
 
+// Arena and scratch alignment (cuBLASLt's and vector loads' best case).
+constexpr size_t kTempAlignment = 256;
+
 void* AllocTemp(void* ctx, size_t bytes) {
   Call* c = Self(ctx);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(c->arena);
+  const size_t at = ((base + c->arena_used + kTempAlignment - 1) & ~(kTempAlignment - 1)) - base;
+  if (c->arena != nullptr && at <= c->arena_bytes && bytes <= c->arena_bytes - at) {
+    c->arena_used = at + bytes;
+    return c->arena + at;
+  }
   void* p = c->alloc(c->user, -1, 0, nullptr, bytes);
   if (p == nullptr && bytes > 0) {
     c->Fail(DISC_ERROR_RESOURCE_EXHAUSTED, "alloc_temp of " + std::to_string(bytes) + " bytes");
@@ -205,11 +220,13 @@ __attribute__((visibility("default"))) int32_t disc_harness_device_info(
 
 // Runs `entry` (a library's disc_entry) on `inputs`, queued on `stream`:
 // returns 0, or the DISC_ERROR_* code with *error.  Outputs come from
-// alloc(index >= 0); the caller syncs the stream before reading them.
+// alloc(index >= 0), scratch from `arena` (arena_bytes of device memory, may
+// be null) and then alloc(-1); the caller syncs the stream before reading
+// the outputs.
 __attribute__((visibility("default"))) int32_t disc_harness_call(
     void* backend, void* modules, void* stream, void* entry, const DiscBuffer* inputs,
-    int32_t num_inputs, int32_t allow_tf32, HarnessAlloc alloc, void* user, char* error,
-    size_t error_size) {
+    int32_t num_inputs, int32_t allow_tf32, HarnessAlloc alloc, void* user, void* arena,
+    size_t arena_bytes, char* error, size_t error_size) {
   Call c;
   c.backend = static_cast<CudaBackend*>(backend);
   c.modules = static_cast<ModuleTable*>(modules);
@@ -217,6 +234,8 @@ __attribute__((visibility("default"))) int32_t disc_harness_call(
   c.allow_tf32 = allow_tf32 != 0;
   c.alloc = alloc;
   c.user = user;
+  c.arena = static_cast<char*>(arena);
+  c.arena_bytes = arena != nullptr ? arena_bytes : 0;
   CUcontext context;
   std::string text;
   if (!c.backend->StreamContext(c.stream, &context, &c.device, &text)) {

@@ -59,7 +59,7 @@ class Harness:
                 ("disc_harness_load", P, [P, P, S]), ("disc_harness_unload", None, [P]),
                 ("disc_harness_device_info", I32, [P, P, ctypes.POINTER(DiscDeviceInfo), P, S]),
                 ("disc_harness_call", I32, [P, P, P, P, ctypes.POINTER(DiscBuffer), I32, I32,
-                                            Alloc, P, P, S]),
+                                            Alloc, P, P, S, P, S]),
                 ("disc_harness_abi_version", I32, [])]:
             fn = getattr(self.lib, name)
             fn.restype, fn.argtypes = res, args
@@ -133,8 +133,12 @@ class Caller:
     from `arrays` through the harness's allocation callback."""
 
     def __init__(self, lib: Library, arrays: Arrays, inputs: list, out_dtypes: list[str],
-                 stream: int | None) -> None:
+                 stream: int | None, arena: Any = None) -> None:
         self.lib, self.arrays, self.inputs, self.stream = lib, arrays, inputs, stream
+        # Scratch block (harness.cc: reused call after call on one stream).
+        self.arena = arena
+        self.arena_ptr = arrays.ptr(arena) if arena is not None else None
+        self.arena_bytes = arena.nbytes if arena is not None and self.arena_ptr else 0
         self.out_dtypes = out_dtypes
         self.bufs = (DiscBuffer * max(len(inputs), 1))()
         for i, a in enumerate(inputs):
@@ -165,7 +169,7 @@ class Caller:
         h = self.lib.h
         rc = h.lib.disc_harness_call(h.backend, self.lib.modules, self.stream, self.lib.entry,
                                      self.bufs, len(self.inputs), int(allow_tf32), self.alloc,
-                                     None, h.err, len(h.err))
+                                     None, self.arena_ptr, self.arena_bytes, h.err, len(h.err))
         if rc:
             raise RuntimeError(f"disc_entry: code {rc}: {h.err.value.decode()}")
         return [self.outputs[i] for i in sorted(self.outputs)]
@@ -240,6 +244,7 @@ def dry_run(args: argparse.Namespace) -> int:
     manifest = common.read_manifest(args.bundle)
     harness = Harness(args.harness, args.driver, args.cublaslt or "")
     arrays, np_ops, failures = Arrays(), reference.NumpyOps(), 0
+    arena = arrays.empty("float32", (args.arena_mib << 18,)) if args.arena_mib else None
     info = harness.device_info(None)
     arch = f"sm_{info.cc_major}{info.cc_minor}"
     print(f"dry run: {manifest['tf_version']} bundle, stand-in device {arch}")
@@ -248,7 +253,7 @@ def dry_run(args: argparse.Namespace) -> int:
         for entry in case["shapes"]:
             inputs = load_inputs(args.bundle, entry)
             caller = Caller(lib, arrays, [arrays.put(x) for x in inputs],
-                            case["output_dtypes"], None)
+                            case["output_dtypes"], None, arena)
             notes = []
             try:
                 outs = caller()
@@ -353,6 +358,8 @@ class GpuRun:
         self.harness = Harness(args.harness, args.driver, self.cublaslt)
         self.arrays, self.tops = Arrays(torch), reference.TorchOps()
         self.fused = reference.fused_ops()
+        self.arena = (self.arrays.empty("float32", (args.arena_mib << 18,))
+                      if args.arena_mib else None)
         self.rows: list[dict[str, Any]] = []
         # Rows reach results.csv and the log as they come: a run the time
         # limit ends still leaves what it measured.
@@ -388,7 +395,7 @@ class GpuRun:
             inputs = load_inputs(self.args.bundle, entry)
             dev = [self.arrays.put(x) for x in inputs]
             caller = Caller(lib, self.arrays, dev, case["output_dtypes"],
-                            self.stream.cuda_stream)
+                            self.stream.cuda_stream, self.arena)
             ref, scale = self.reference64(case["op"], dev)
             notes = []
             ref_tf = shipped(self.args.bundle, entry.get("reference_f64"))
@@ -446,7 +453,7 @@ class GpuRun:
                 break
             dev = [self.arrays.put(x) for x in load_inputs(self.args.bundle, entry)]
             caller = Caller(lib, self.arrays, dev, case["output_dtypes"],
-                            self.stream.cuda_stream)
+                            self.stream.cuda_stream, self.arena)
             for key, fn in (("ours", lambda: caller(True)), ("compile", lambda: compiled(*dev))):
                 t = time.perf_counter()
                 fn()
@@ -519,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="timing stops once this much time has passed")
     ap.add_argument("--copy-mib", type=int, default=1024,
                     help="size of the copy that measures the bandwidth reference")
+    ap.add_argument("--arena-mib", type=int, default=256,
+                    help="device scratch block for temps (0: every temp through torch)")
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
     if args.dry_run:

@@ -113,7 +113,8 @@ def test_quick_bundle_harness_build_and_dry_run(tmp_path):
               os.path.join(ROOT, "tests", "cpp_layer", f"{name}.cc"), "-o", fakes[name]])
     fake, fake_lt = fakes["fake_cuda_driver"], fakes["fake_cublaslt"]
     # GEMMs included: the stand-in cuBLASLt takes its workspace from the
-    # harness's allocation callback.
+    # harness's scratch arena here, and from the allocation callback in the
+    # run below (--arena-mib 0).
     dry = _run([sys.executable, os.path.join(GPU, "run_cases.py"), "--dry-run", "--bundle",
                 bundle, "--harness", harness, "--driver", fake, "--cublaslt", fake_lt])
     assert dry.count(" ok\n") == 4 and "FAIL" not in dry, dry
@@ -124,7 +125,8 @@ def test_quick_bundle_harness_build_and_dry_run(tmp_path):
     manifest["cases"]["softmax"]["timing_shapes"] = [
         {"inputs": manifest["cases"]["softmax"]["shapes"][0]["inputs"]}] * 2
     common.write_manifest(bundle, manifest)
-    env = dict(os.environ, GPU_HARNESS_DRIVER=fake, GPU_HARNESS_ARGS=f"--copy-mib 4 --cublaslt {fake_lt}",
+    env = dict(os.environ, GPU_HARNESS_DRIVER=fake,
+               GPU_HARNESS_ARGS=f"--copy-mib 4 --arena-mib 0 --cublaslt {fake_lt}",
                GPU_HARNESS_LIMIT_S="300", PYTHONPATH=os.pathsep.join(
                    [os.path.join(ROOT, "tests", "models", "fake_torch"),
                     os.environ.get("PYTHONPATH", "")]))
