@@ -2,8 +2,9 @@
 here, with TF: every case compiled by our compiler for the `cuda` target
 into its library .so (host code with the embedded fatbin), a manifest with
 each shape's inputs (dtype, shape, seed, checksum), tolerances and the
-reference to check against, stock-TF outputs (the case's dtype and float64)
-as .npy for small shapes, and the CUDA headers the device-side harness
+reference to check against, stock-TF outputs (the case's dtype) and a float64
+reference of TF's decomposition (reference.py, checked against TF's own
+float64 run) as .npy for small shapes, and the CUDA headers the device-side harness
 compiles against.  run.sh / run_cases.py run it on a GPU machine without TF.
 
     python benchmarks/gpu/make_cases.py [--out .gpu] [--arch sm_90 ...] [--quick]
@@ -37,16 +38,17 @@ from tests.compiler import cuda_cases as cc  # noqa: E402
 
 import common  # noqa: E402
 
-# Arrays up to this size travel as .npy, while the bundle stays under
-# SHIP_BUDGET; every other input is made again from its seed on the device.
+# Arrays up to this size travel as .npy while the bundle stays under
+# SHIP_BUDGET (outputs first, then inputs, smallest first); every other
+# input is made again from its seed on the device.
 SHIP_MAX_BYTES = 4 << 20
 SHIP_BUDGET = 18 << 20
-F32_U = 2.0 ** -23
-# Under the wheel's third_party/gpus/cuda: cuda.h/cublasLt.h, and the
-# <nv/target> cuda_fp16.h includes.
+F32_U = 2.0 ** -23  # float32 ulp at 1: the brief's k * 2^-23 GEMM term
 # reference.py and TF's float64 run agree to this (max |diff| / max |TF|).
 TF_F64_AGREEMENT = 1e-6
-CUDA_INCLUDE_DIRS = ("include", os.path.join("libcudacxx", "include"))  # float32 ulp at 1: the brief's k * 2^-23 GEMM term
+# Under the wheel's third_party/gpus/cuda: cuda.h/cublasLt.h, and the
+# <nv/target> cuda_fp16.h includes.
+CUDA_INCLUDE_DIRS = ("include", os.path.join("libcudacxx", "include"))
 
 
 def loop_gelu_erf(x, b):
@@ -298,8 +300,11 @@ def copy_cuda_headers(bundle: str) -> list[str]:
 
 
 def build(out: str, archs: list[str], quick: bool, jobs: int) -> dict[str, Any]:
-    """Writes the bundle into `out` and returns its manifest."""
+    """Writes the bundle into `out` (replacing an earlier bundle there) and
+    returns its manifest."""
     if os.path.isdir(out):
+        if os.listdir(out) and not os.path.isfile(os.path.join(out, common.MANIFEST)):
+            raise SystemExit(f"make_cases: {out} holds something other than a bundle")
         shutil.rmtree(out)
     os.makedirs(out)
     selected = [c for c in cases() if c.quick or not quick]

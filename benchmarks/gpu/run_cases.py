@@ -277,7 +277,8 @@ def dry_run(args: argparse.Namespace) -> int:
                 elif not ok:   # TF CPU's half ops compute in half: looser than a GPU
                     print(f"  (stock TF CPU itself is {ratio:.3g}x the tolerance)")
             failures += bool(notes)
-            print(f"{name:18s} {shape_label(entry):24s} {'FAIL ' + '; '.join(notes) if notes else 'ok'}")
+            verdict = "FAIL " + "; ".join(notes) if notes else "ok"
+            print(f"{name:18s} {shape_label(entry):24s} {verdict}")
         lib.close()
     return 1 if failures else 0
 
