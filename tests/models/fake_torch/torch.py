@@ -109,10 +109,7 @@ def addmm(bias, a, b):
 
 
 def compile(fn, dynamic=False):  # noqa: A001 - torch's name
-    def compiled(*args):
-        _counters["stats"]["unique_graphs"] += 0
-        return fn(*args)
-    return compiled
+    return fn  # no graphs: _dynamo's counters stay at zero
 
 
 class _Stream:
