@@ -19,7 +19,8 @@ using tensorflow::DataType;
 using tensorflow::FunctionDef;
 using tensorflow::NodeDef;
 
-// Nested loops deeper than this stay in TF (a guard against recursion).
+// Control flow nested deeper than this stays in TF (a guard against
+// recursion).
 constexpr int kMaxLoopDepth = 8;
 
 // The node a FunctionDef input reference names ("arg", "node:out:i", "^n").
@@ -93,7 +94,7 @@ std::string CheckFunction(const FunctionDef& f, const std::set<std::string>& rea
 
 std::string CheckLoop(const NodeDef& node, const FunctionLookup& lookup,
                       const SupportTable& table, int depth) {
-  if (depth > kMaxLoopDepth) return "loops nested too deep";
+  if (depth > kMaxLoopDepth) return "control flow nested too deep";
   const FunctionDef* cond = lookup(FuncAttr(node, "cond"));
   const FunctionDef* body = lookup(FuncAttr(node, "body"));
   if (cond == nullptr || body == nullptr) return "cond or body function not found";
@@ -112,6 +113,62 @@ std::string CheckLoop(const NodeDef& node, const FunctionLookup& lookup,
   return why;
 }
 
+// The branch functions of an If (then, else) or a Case (branches).
+std::vector<std::string> BranchNames(const NodeDef& node) {
+  if (node.op() == "If" || node.op() == "StatelessIf") {
+    return {FuncAttr(node, "then_branch"), FuncAttr(node, "else_branch")};
+  }
+  std::vector<std::string> out;
+  if (const AttrValue* a = Attr(node, "branches")) {
+    for (const auto& f : a->list().func()) out.push_back(f.name());
+  }
+  return out;
+}
+
+// The table admits the conditional's attrs (an If's predicate is a bool),
+// its inputs and outputs are plain tensors (no resource, no TensorList) of
+// a known rank and every op of every branch qualifies.
+std::string CheckConditional(const NodeDef& node, const FunctionLookup& lookup,
+                             const SupportTable& table, int depth) {
+  if (depth > kMaxLoopDepth) return "control flow nested too deep";
+  const tensorflow::OpDef* op_def = nullptr;
+  if (!table.HasOp(node.op()) ||
+      !tensorflow::OpRegistry::Global()->LookUpOpDef(node.op(), &op_def).ok()) {
+    return node.op();
+  }
+  std::string refused;
+  if (table.Match(node, *op_def, &refused) == nullptr) return node.op() + " with " + refused;
+  for (const char* attr : {"Tin", "Tout"}) {
+    const AttrValue* types = Attr(node, attr);
+    if (types == nullptr) continue;
+    for (int t : types->list().type()) {
+      if (t == tensorflow::DT_RESOURCE || t == tensorflow::DT_VARIANT) {
+        return std::string(attr) + " holds a " +
+               (t == tensorflow::DT_RESOURCE ? "resource" : "TensorList");
+      }
+    }
+  }
+  // TF's shape of an output its branches return with different ranks (or
+  // unranked) has no rank; the compiler needs one (ops/conditional.py).
+  if (const AttrValue* shapes = Attr(node, "output_shapes")) {
+    for (int k = 0; k < shapes->list().shape_size(); ++k) {
+      if (shapes->list().shape(k).unknown_rank()) {
+        return "output " + std::to_string(k) +
+               " has no static rank (its branches differ in rank, or one has none)";
+      }
+    }
+  }
+  const std::vector<std::string> branches = BranchNames(node);
+  if (branches.empty()) return "no branch functions";
+  for (const std::string& name : branches) {
+    const FunctionDef* f = lookup(name);
+    if (f == nullptr) return "branch function " + name + " not found";
+    std::string why = CheckFunction(*f, {}, lookup, table, depth);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
 // The op of the node a FunctionDef input reference names ("" for an arg).
 using ProducerOps = std::unordered_map<std::string, std::string>;
 
@@ -126,6 +183,7 @@ std::string CheckNode(const NodeDef& n, const std::set<std::string>& readable,
                : "ReadVariableOp of a variable the loop does not carry unchanged";
   }
   if (IsFunctionalLoop(op)) return CheckLoop(n, lookup, table, depth + 1);
+  if (IsFunctionalConditional(op)) return CheckConditional(n, lookup, table, depth + 1);
   const tensorflow::OpDef* op_def = nullptr;
   if (!tensorflow::OpRegistry::Global()->LookUpOpDef(op, &op_def).ok()) {
     return op + " (a function call)";
@@ -224,10 +282,19 @@ bool IsFunctionalLoop(const std::string& op) {
   return op == "While" || op == "StatelessWhile";
 }
 
-std::string LoopRejectReason(const NodeDef& node, const FunctionLookup& lookup,
-                             const SupportTable& table) {
+bool IsFunctionalConditional(const std::string& op) {
+  return op == "If" || op == "StatelessIf" || op == "Case" || op == "StatelessCase";
+}
+
+bool IsFunctionalControlFlow(const std::string& op) {
+  return IsFunctionalLoop(op) || IsFunctionalConditional(op);
+}
+
+std::string ControlFlowRejectReason(const NodeDef& node, const FunctionLookup& lookup,
+                                    const SupportTable& table) {
   if (!table.HasOp(node.op())) return node.op();
-  return CheckLoop(node, lookup, table, 0);
+  return IsFunctionalLoop(node.op()) ? CheckLoop(node, lookup, table, 0)
+                                     : CheckConditional(node, lookup, table, 0);
 }
 
 bool MayCarryList(const std::string& op, const SupportTable& table) {
@@ -245,7 +312,9 @@ int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph) 
   std::vector<NodeDef> reads;
   int changed = 0;
   for (NodeDef& node : *graph->mutable_node()) {
-    if (!IsFunctionalLoop(node.op()) || !LoopRejectReason(node, lookup, table).empty()) continue;
+    if (!IsFunctionalLoop(node.op()) || !ControlFlowRejectReason(node, lookup, table).empty()) {
+      continue;
+    }
     const FunctionDef* cond = lookup(FuncAttr(node, "cond"));
     const FunctionDef* body = lookup(FuncAttr(node, "body"));
     std::vector<DataType> types = LoopTypes(node);
@@ -370,10 +439,13 @@ void AttachNestedFunctions(const tensorflow::FunctionDefLibrary& library, Functi
     todo.pop_back();
     for (const NodeDef& n : f->node_def()) {
       for (const auto& kv : n.attr()) {
-        if (!kv.second.has_func()) continue;
-        const std::string& name = kv.second.func().name();
-        const FunctionDef* g = lookup(name);
-        if (g != nullptr && seen.insert(name).second) todo.push_back(g);
+        std::vector<std::string> names;  // a loop's cond/body, an If's or Case's branches
+        if (kv.second.has_func()) names.push_back(kv.second.func().name());
+        for (const auto& g : kv.second.list().func()) names.push_back(g.name());
+        for (const std::string& name : names) {
+          const FunctionDef* g = lookup(name);
+          if (g != nullptr && seen.insert(name).second) todo.push_back(g);
+        }
       }
     }
   }
