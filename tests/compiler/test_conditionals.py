@@ -1,9 +1,9 @@
 """Conditionals compiled whole (ir/control.py `if`/`case`, ops/conditional.py,
 passes/program.py Branch, codegen/cpu/program.py, runtime/cpu/prelude/
 disc_branch.h): IR text round trip and verifier errors on small snippets,
-and tf.cond / tf.switch_case (inside a while loop too) against TF over many
-shapes including 0- and 1-sized dims through the ctypes harness, one
-compile per rank signature each."""
+and tf.cond / tf.switch_case (in a loop body or cond, around a loop, nested)
+against TF over many shapes including 0- and 1-sized dims through the
+ctypes harness, one compile per rank signature each."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -163,13 +163,31 @@ def _nested(x, p):
     return tf.cond(p, outer, lambda: (tf.exp(x), tf.constant(-1)))
 
 
+def _loop_in_branch(x, p):
+    """A while loop inside a branch, its carried tensor growing."""
+    def grow():
+        return tf.while_loop(lambda i, a: i < 3,
+                             lambda i, a: (i + 1, tf.concat([a, a[:1] * 2.0], 0)), [0, x],
+                             shape_invariants=[tf.TensorShape([]), tf.TensorShape([None])])[1]
+
+    return tf.cond(p, grow, lambda: x - 1.0)
+
+
+def _cond_in_loop_cond(x, p):
+    """A conditional inside a while loop's cond function."""
+    return tf.while_loop(lambda i, a: tf.cond(p, lambda: i < 4, lambda: i < 2),
+                         lambda i, a: (i + 1, a * 1.5), [0, x])[1]
+
+
 def _single_branch(x, i):
     """A Case of one branch: every index runs it."""
     return tf.switch_case(i, [lambda: tf.sigmoid(x)])
 
 
 @pytest.mark.parametrize("fn, selector", [(_pass_through, tf.bool), (_constants, tf.bool),
-                                          (_nested, tf.bool), (_single_branch, tf.int32)])
+                                          (_nested, tf.bool), (_loop_in_branch, tf.bool),
+                                          (_cond_in_loop_cond, tf.bool),
+                                          (_single_branch, tf.int32)])
 def test_edge_conditionals_against_tf(compiler, fn, selector):
     exe, dt = _compile(compiler, fn, [tf.TensorSpec([None], F), tf.TensorSpec([], selector)])
     rng = np.random.default_rng(3)
