@@ -3,14 +3,15 @@ tf.cond (StatelessIf) and tf.switch_case (StatelessCase) in a tf.function,
 and a tf.cond inside a while loop's body, are inside one cluster with the
 ops around them, compiled once per rank signature, against stock TF over
 20 shapes (0- and 1-sized dims, both branches, a Case index in and out of
-range); a branch with a stateful op, or branches returning different
-ranks, keep the conditional in TF and explain() says why."""
+range), and so is a tf.cond in a TF1 Session graph; a branch with a stateful
+op, branches returning different ranks, or legacy (v1) control flow keep
+the conditional in TF and explain() says why."""
 import glob
 
 import numpy as np
 import tensorflow as tf
 
-from graph_inspection import tf2_executed_ops, tf2_function_graphs, total
+from graph_inspection import tf1_executed_ops, tf2_executed_ops, tf2_function_graphs, total
 
 F = tf.float32
 SHAPES = [(2, 3), (0, 3), (1, 1), (3, 0), (1, 7), (5, 1), (4, 4), (0, 0), (7, 2), (1, 0),
@@ -161,3 +162,54 @@ def test_branches_of_different_ranks_stay_in_tf_and_are_explained(disc):
     assert total(disc.stats(), "fallbacks") == 0, disc.stats()
     text = str(disc.explain(f, x, True))
     assert "StatelessIf output 0 has no static rank" in text, text
+
+
+def _session_graph():
+    """A TF1 graph with a tf.cond: StatelessIf under control flow v2 (TF2's
+    default, graph mode included), Switch/Merge under legacy control flow."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(F, [None, None], name="x")
+        p = tf.compat.v1.placeholder(tf.bool, [], name="p")
+        a = tf.exp(x * 0.1)
+        r = tf.cond(p, lambda: tf.tanh(a) * 2.0, lambda: tf.concat([a, a - 1.0], 0))
+        out = tf.identity(tf.reduce_sum(r, 1) * 3.0, name="out")
+    return graph, x, p, out
+
+
+def _session_reference(x, p):
+    a = np.exp(x * 0.1)
+    r = np.tanh(a) * 2.0 if p else np.concatenate([a, a - 1.0], 0)
+    return r.sum(1) * 3.0
+
+
+def test_session_cond_is_compiled_whole(disc):
+    graph, x, p, out = _session_graph()
+    with tf.compat.v1.Session(graph=graph) as session:
+        ops = tf1_executed_ops(session, out, {x: np.ones((2, 3), np.float32), p: True})
+        assert ops.count("DiscLaunch") == 1, ops
+        assert not set(ops) & set(CONDITIONALS + ("Switch", "Merge")), ops
+        rng = np.random.default_rng(3)
+        for k, shape in enumerate(SHAPES):
+            xv = rng.standard_normal(shape).astype(np.float32)
+            for pv in (k % 2 == 0, k % 2 == 1):
+                np.testing.assert_allclose(session.run(out, {x: xv, p: pv}),
+                                           _session_reference(xv, pv), rtol=1e-5, atol=1e-5)
+    _assert_compiled_once(disc)
+
+
+def test_legacy_session_cond_stays_in_tf_and_is_explained(disc):
+    tf.compat.v1.disable_control_flow_v2()
+    try:
+        graph, x, p, out = _session_graph()
+    finally:
+        tf.compat.v1.enable_control_flow_v2()
+    xv = np.ones((2, 3), np.float32)
+    with tf.compat.v1.Session(graph=graph) as session:
+        ops = tf1_executed_ops(session, out, {x: xv, p: False})
+        assert "Switch" in ops and "Merge" in ops, ops
+        for pv in (True, False):
+            np.testing.assert_allclose(session.run(out, {x: xv, p: pv}),
+                                       _session_reference(xv, pv), rtol=1e-5, atol=1e-5)
+    text = str(disc.explain(graph, fed=("x", "p")))
+    assert "(Switch): unsupported op: Switch" in text and "(Merge): unsupported op: Merge" in text
