@@ -134,6 +134,20 @@ def test_conditional_inside_a_while_body(compiler):
                [rng.standard_normal(shape).astype(np.float32), np.int32(n)])
 
 
+def test_a_loop_body_with_a_branch_frees_its_scratch_per_iteration(compiler):
+    """The body is several steps (segments around the branch): their results
+    are freed once the body's outputs are copied out, so the scratch live at
+    once does not grow with the trip count."""
+    exe, dt = _compile(compiler, _loop_with_cond, [tf.TensorSpec([None, None], F),
+                                                   tf.TensorSpec([], tf.int32)])
+    x = np.ones((64, 64), np.float32)
+    peaks = []
+    for n in (3, 60):
+        exe([x, np.int32(n)], dt)
+        peaks.append(exe.peak_temp_bytes)
+    assert peaks[0] >= x.nbytes and peaks[1] == peaks[0], peaks
+
+
 def test_branch_rank_mismatch_is_not_compilable():
     def ranks(x, p):
         return tf.cond(p, lambda: x, lambda: tf.reduce_sum(x, 0))

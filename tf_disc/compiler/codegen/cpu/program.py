@@ -2,9 +2,10 @@
 version (codegen/cpu/source.py) in its own namespace, with an entry of
 disc_entry's signature; each program that is more than one segment gets a
 function that runs its steps over a table of DiscBuffers (runtime headers
-cpu/prelude/disc_loop.h: disc_call, disc_while, disc_copy_output;
-cpu/prelude/disc_branch.h: disc_branch); the library's disc_entry is the
-top program's.
+cpu/prelude/disc_loop.h: disc_call, disc_while, disc_copy_output,
+disc_free_steps; cpu/prelude/disc_branch.h: disc_branch) and frees the
+steps' scratch once its outputs are copied out; the library's disc_entry is
+the top program's.
 
 A program that is exactly one segment (a loop body without inner loops,
 returning its values in order) is called directly: its outputs are the
@@ -79,6 +80,10 @@ class _Emitter:
         for k, r in enumerate(prog.rets):
             lines.append(f"  if (disc_copy_output(rt, {k}, v[{slot(r)}], "
                          f"{_esize(r)})) return 1;")
+        n_args = len(prog.args)
+        if len(slots) > n_args:  # the steps' results: copied out, so freed
+            lines.append(f"  disc_free_steps(rt, v + {n_args}, {len(slots) - n_args}, "
+                         "inputs, num_inputs);")
         head = [f"  if (num_inputs != {len(prog.args)}) return disc_fail(rt, "
                 "DISC_ERROR_INTERNAL, \"expected {0} inputs\", "
                 f"disc_int_text({len(prog.args)}).s, \"\");",
