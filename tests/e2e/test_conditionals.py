@@ -213,3 +213,27 @@ def test_legacy_session_cond_stays_in_tf_and_is_explained(disc):
                                        _session_reference(xv, pv), rtol=1e-5, atol=1e-5)
     text = str(disc.explain(graph, fed=("x", "p")))
     assert "(Switch): unsupported op: Switch" in text and "(Merge): unsupported op: Merge" in text
+
+
+def test_variables_read_in_branches_are_read_before_the_cond(disc, tmp_path):
+    """A layer's weights read inside the branches: the reads move before the
+    conditional (in TF), which compiles whole and sees later assignments."""
+    rng = np.random.default_rng(4)
+    w = tf.Variable(rng.standard_normal((3, 4)).astype(np.float32))
+    b = tf.Variable(np.ones(4, np.float32))
+
+    def fn(x, p):
+        h = tf.tanh(x)
+        r = tf.cond(p, lambda: tf.matmul(h, w) + b, lambda: tf.matmul(h * 2.0, w) - 1.0)
+        return tf.nn.relu(r)
+
+    sig = [tf.TensorSpec([None, 3], F), tf.TensorSpec([], tf.bool)]
+    one = np.ones((2, 3), np.float32)
+    f, ref = _compiled_and_stock(disc, tmp_path, fn, sig, [one, True], "if")
+    for k, n in enumerate((0, 1, 2, 5, 9)):
+        if k == 3:
+            w.assign(w * -2.0)
+        x = rng.standard_normal((n, 3)).astype(np.float32)
+        for p in (True, False):
+            np.testing.assert_allclose(f(x, p).numpy(), ref(x, p).numpy(), rtol=1e-5, atol=1e-5)
+    _assert_compiled_once(disc)

@@ -9,8 +9,9 @@
 // (Identity, NoOp, Const), or a ReadVariableOp of a resource the loop
 // carries unchanged, which HoistInvariantReads moves before the loop.  A
 // conditional qualifies when its predicate is a bool (If) and every op of
-// every branch is admitted the same way, with no resource or TensorList
-// among its inputs and outputs and every output of a rank TF knows.
+// every branch is admitted the same way, a resource among its inputs only
+// read (ReadVariableOp, moved before it too), no TensorList among its inputs
+// and outputs, and every output of a rank TF knows.
 #ifndef TF_DISC_GRAPPLER_LOOP_SUPPORT_H_
 #define TF_DISC_GRAPPLER_LOOP_SUPPORT_H_
 
@@ -45,9 +46,11 @@ std::string ControlFlowRejectReason(const tensorflow::NodeDef& node,
 bool MayCarryList(const std::string& op, const SupportTable& table);
 
 // In every qualifying loop of `graph`, reads of a resource the loop carries
-// unchanged move before the loop: a ReadVariableOp there, the loop carries
-// the value, its cond and body become copies (added to the library) with
-// Identity for the reads.  Returns how many loops changed.
+// unchanged move before the loop: a ReadVariableOp there (after the loop's
+// control inputs), the loop carries the value, its cond and body become
+// copies (added to the library) with Identity for the reads.  A qualifying
+// conditional's resource arguments are read before it the same way.
+// Returns how many loops and conditionals changed.
 int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph);
 
 // (src, dst) node indices of the indexed graph's DT_VARIANT data edges:
