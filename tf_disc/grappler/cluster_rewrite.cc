@@ -318,7 +318,7 @@ absl::Status BuildFunction(const tensorflow::GraphDef& body,
   if (!s.ok()) return s;
   s = tensorflow::GraphToFunctionDef(g, "", fdef);
   if (!s.ok()) return s;
-  AttachNestedFunctions(library, fdef);  // a loop's cond and body, for the compiler
+  AttachNestedFunctions(library, fdef);  // the functions its control flow calls, for the compiler
   // Name = hash of the nameless, deterministically serialized function, so
   // identical clusters (e.g. per retrace) share one function and cache.
   fdef->mutable_signature()->set_name("");

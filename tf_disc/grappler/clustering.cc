@@ -165,15 +165,15 @@ std::string RejectReason(const tensorflow::NodeDef& node, const SupportTable& ta
   if (device == DeviceKind::kGpu && !GpuAllowsOp(node.op())) {
     return Reason(kReasonUnsupportedOp, node.op() + " on a GPU");
   }
-  if (IsFunctionalLoop(node.op())) {  // compiled whole, or left in TF
-    std::string why = LoopRejectReason(node, functions, table);
+  if (IsFunctionalControlFlow(node.op())) {  // compiled whole, or left in TF
+    std::string why = ControlFlowRejectReason(node, functions, table);
     if (!why.empty()) return Reason(kReasonUnsupportedOp, node.op() + " " + why);
   }
   const tensorflow::OpDef* op_def = nullptr;
   if (!tensorflow::OpRegistry::Global()->LookUpOpDef(node.op(), &op_def).ok()) {
     return Reason(kReasonUnsupportedOp, node.op() + " (a function call)");
   }
-  if (op_def->is_stateful() && !IsFunctionalLoop(node.op())) {
+  if (op_def->is_stateful() && !IsFunctionalControlFlow(node.op())) {
     return Reason(kReasonStateful, node.op() + " is stateful");
   }
   tensorflow::DataTypeVector in, out;
