@@ -30,6 +30,18 @@ def _config():
         return json.load(f)
 
 
+def cuda_include_dirs() -> list:
+    """The CUDA header folders the TF wheel ships (cuda.h, cublasLt.h; and
+    libcudacxx, whose nv/target cublasLt.h's cuda_fp16.h includes): the GPU
+    runtime compiles against them and loads the libraries at run time.
+    Empty when the wheel has none."""
+    import tensorflow as tf  # Imported lazily: only a build needs it.
+
+    base = os.path.join(tf.sysconfig.get_include(), "third_party", "gpus", "cuda")
+    dirs = [os.path.join(base, "include"), os.path.join(base, "libcudacxx", "include")]
+    return [d for d in dirs if os.path.isdir(d)]
+
+
 def _flags(cfg):
     import tensorflow as tf  # Imported lazily: only a build needs it.
 
@@ -40,13 +52,7 @@ def _flags(cfg):
     farmhash = os.path.join(inc, "external", "farmhash_archive", "src")
     if os.path.isdir(farmhash):  # fingerprint.h includes farmhash.h
         cflags.append("-I" + farmhash)
-    # The CUDA headers the wheel ships (cuda.h, cublasLt.h): the GPU runtime
-    # compiles against them and loads the libraries at run time.
-    # (cublasLt.h's cuda_fp16.h includes libcudacxx's nv/target).
-    for cuda in (("third_party", "gpus", "cuda", "include"),
-                 ("third_party", "gpus", "cuda", "libcudacxx", "include")):
-        if os.path.isdir(os.path.join(inc, *cuda)):
-            cflags.append("-I" + os.path.join(inc, *cuda))
+    cflags += ["-I" + d for d in cuda_include_dirs()]
     cflags += cfg.get("extra_cflags", [])
     # Only libtensorflow_framework.so.2: never a second protobuf/libpython.
     ldflags = list(tf.sysconfig.get_link_flags()) + cfg.get("extra_ldflags", [])

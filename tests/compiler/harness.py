@@ -178,6 +178,7 @@ class Executable:
         assert self.lib.disc_device() == DEVICE_CPU
         self.parallel_calls = 0
         self.gemm_calls: list[dict] = []
+        self.peak_temp_bytes = 0  # most scratch live at once in the last call
 
     def __call__(self, inputs: list[np.ndarray], out_dtypes: list) -> list[np.ndarray]:
         inputs = [np.require(np.asarray(x), requirements="C") for x in inputs]
@@ -198,6 +199,8 @@ class Executable:
         def alloc_temp(ctx, nbytes):
             raw, ptr = _aligned(nbytes)
             temps[ptr] = raw
+            self.peak_temp_bytes = max(self.peak_temp_bytes,
+                                       sum(t.nbytes for t in temps.values()))
             return ptr
 
         def free_temp(ctx, ptr):
@@ -214,6 +217,7 @@ class Executable:
             errors.append((code, msg.decode()))
 
         self.gemm_calls = []
+        self.peak_temp_bytes = 0
         gemm = reference_gemm(self.gemm_calls, errors)
         rt = DiscRuntime(None, DEVICE_CPU, None, AllocOutput(alloc_output),
                          AllocTemp(alloc_temp), FreeTemp(free_temp), ParallelFor(parallel_for),

@@ -44,16 +44,28 @@ def _gch(cache_dir) -> str:
     return os.path.join(str(cache_dir), precompiled.PCH_FOLDER, key, PRELUDE_HEADER + ".gch")
 
 
-def _uses_gch(gch: str, tmp_path) -> bool:
-    """Whether GCC takes `gch` for a unit including the prelude, compiled with
-    the flags of a generated unit."""
+def _uses_gch(gch: str, tmp_path, after: tuple = ()) -> bool:
+    """Whether GCC takes `gch` for a unit including the prelude (then the
+    runtime headers `after`), compiled with the flags of a generated unit."""
     src = tmp_path / "tiny.cc"
-    src.write_text(f'#include "{PRELUDE_HEADER}"\nint tiny() {{ return 1; }}\n')
+    includes = "".join(f'#include "{h}"\n' for h in (PRELUDE_HEADER,) + after)
+    src.write_text(includes + "int tiny() { return 1; }\n")
     root = gch[:-len(PRELUDE_HEADER + ".gch")].rstrip(os.sep)
     cmd = object_command("c++", str(src), str(tmp_path / "tiny.o"), EXTRA + ("-I", root))
     proc = subprocess.run(cmd + ["-H"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return f"! {gch}" in proc.stderr
+
+
+def test_control_flow_headers_follow_the_precompiled_prelude(tmp_path):
+    """A program with loops or conditionals includes disc_loop.h and
+    disc_branch.h after the prelude: they must not include it again (GCC
+    knows it by the .gch's folder, which has no header to open)."""
+    cache = tmp_path / "cache"
+    _build(_library(lambda x: tf.tanh(x) * 2.0, 2), cache)
+    precompiled.wait_for_builds()
+    gch = _gch(cache)
+    assert _uses_gch(gch, tmp_path, ("cpu/prelude/disc_loop.h", "cpu/prelude/disc_branch.h"))
 
 
 def _build(units, cache_dir, log_path=None):

@@ -11,28 +11,10 @@ from blade_disc_tf.compiler.frontend.functions import with_nested_functions
 from blade_disc_tf.compiler.service import compile_request
 
 from .harness import DiscError, Executable
+from .nested_functions import check_against_tf as _check
+from .nested_functions import compile_function as _compile
 
 F = tf.float32
-
-
-def _compile(compiler, fn, specs):
-    concrete = tf.function(fn).get_concrete_function(*specs)
-    data = with_nested_functions(concrete.function_def, concrete.graph.as_graph_def().library)
-    inputs = [{"dtype": t.dtype.as_datatype_enum, "rank": t.shape.rank}
-              for t in concrete.inputs]
-    req = {"function": concrete.function_def.signature.name, "key": "k", "inputs": inputs}
-    reply = compile_request(req, data, compiler.options)
-    assert reply["ok"], reply
-    return Executable(reply["path"]), [t.dtype.as_numpy_dtype for t in concrete.outputs]
-
-
-def _check(exe, out_dt, fn, xs, tol=1e-5):
-    got = exe(xs, out_dt)
-    want = fn(*[tf.constant(x) for x in xs])
-    want = want if isinstance(want, (tuple, list)) else [want]
-    for g, w in zip(got, want):
-        assert g.shape == tuple(w.shape)
-        np.testing.assert_allclose(g, w.numpy(), rtol=tol, atol=tol)
 
 
 def _counted(x, n):

@@ -2,7 +2,8 @@
 // without a GPU: the driver-not-found error, the row-major to cuBLASLt
 // translation of rt->gemm (PlanLtGemm), and module loading, launches,
 // copies and device facts against fake_cuda_driver.cc (argv[1], a shared
-// library standing in for libcuda.so.1).  test_cuda_backend.py builds and
+// library standing in for libcuda.so.1), and cuBLASLt matmuls against
+// fake_cublaslt.cc (argv[2], standing in for libcublasLt).  test_cuda_backend.py builds and
 // runs it.
 #include <dlfcn.h>
 
@@ -215,11 +216,32 @@ void FakeDriver(const char* path) {
   delete modules;  // waits for the context's work, then unloads
   Expect(std::string(log()) == "ctx_sync;unload;", std::string("unload: ") + log());
 
-  // A kernel the image lacks fails the load, naming it.
+  // A kernel the image lacks fails the load, naming it, before any launch.
+  CUcontext context = nullptr;
+  CUdevice device = 0;
+  Expect(backend->StreamContext(stream, &context, &device, &error) && device == 3,
+         "stream context: " + error);
   tf_disc::cuda::ModuleTable missing(tf_disc::cuda::DeviceImage{"fatbin", 7, {"missing"}});
-  Expect(!backend->Launch(&missing, stream, 0, dims, args, 4, &error) &&
+  Expect(!missing.Load(backend->driver(), context, &error) &&
              StartsWith(error, "cuModuleGetFunction missing: "),
          "missing kernel: " + error);
+  Expect(!backend->Launch(&missing, stream, 0, dims, args, 4, &error) &&
+             StartsWith(error, "cuModuleGetFunction missing: "),
+         "missing kernel at launch: " + error);
+  clear();
+  // Load once per context; a launch then finds the module loaded.  A
+  // library without kernels loads nothing.
+  {
+    tf_disc::cuda::ModuleTable table(tf_disc::cuda::DeviceImage{"fatbin", 7, {"k0"}});
+    Expect(table.Load(backend->driver(), context, &error) &&
+               table.Load(backend->driver(), context, &error) &&
+               backend->Launch(&table, stream, 0, dims, args, 4, &error),
+           "load: " + error);
+    tf_disc::cuda::ModuleTable none(tf_disc::cuda::DeviceImage{nullptr, 0, {}});
+    Expect(none.Load(backend->driver(), context, &error), "no kernels: " + error);
+  }
+  Expect(std::string(log()) == "load:fatbin;launch:f2:4,1,1/128,1,1:0:ARGS;ctx_sync;unload;",
+         std::string("load once: ") + log());
   clear();
 
   // Copies by kind, fills, sync; zero bytes queue nothing.
@@ -249,6 +271,115 @@ void FakeDriver(const char* path) {
   Expect(backend->Gemm(g, true, stream, no_alloc, &error), "k == 0: " + error);
   Expect(std::string(log()) == "memset:3072:0:12;memset:3088:0:12;",
          std::string("zero rows: ") + log());
+  clear();
+  // Dense rows: one fill per batch entry, or one for all of a dense C.
+  g.ldc = 3;
+  g.batch = 2;
+  g.stride_c = 8;
+  Expect(backend->Gemm(g, true, stream, no_alloc, &error) &&
+             std::string(log()) == "memset:3072:0:24;memset:3104:0:24;",
+         std::string("zero batch entries: ") + log());
+  clear();
+  g.stride_c = 6;
+  Expect(backend->Gemm(g, true, stream, no_alloc, &error) &&
+             std::string(log()) == "memset:3072:0:48;",
+         std::string("zero C: ") + log());
+}
+
+// The log entries of one matmul descriptor: compute and scale types, then
+// TRANSA, TRANSB, EPILOGUE and (with a bias) BIAS_POINTER.
+std::string LtDesc(cublasComputeType_t compute, cublasLtEpilogue_t epilogue, const char* bias) {
+  std::string s = "desc:" + std::to_string(compute) + "," + std::to_string(CUDA_R_32F) + ";";
+  s += "desc." + std::to_string(CUBLASLT_MATMUL_DESC_TRANSA) + "=0;";
+  s += "desc." + std::to_string(CUBLASLT_MATMUL_DESC_TRANSB) + "=0;";
+  s += "desc." + std::to_string(CUBLASLT_MATMUL_DESC_EPILOGUE) + "=" + std::to_string(epilogue) +
+       ";";
+  if (bias != nullptr) {
+    s += "desc." + std::to_string(CUBLASLT_MATMUL_DESC_BIAS_POINTER) + "=" + bias + ";";
+  }
+  return s;
+}
+
+// LtGemmRunner against fake_cublaslt.cc (lt_path): the descriptors it sets
+// up for the swapped operands, the heuristic asked once per shape and
+// alignment, the workspace from the caller's allocator, every descriptor
+// destroyed, and its errors.
+void FakeCublasLt(const char* driver_path, const char* lt_path) {
+  void* driver = dlopen(driver_path, RTLD_NOW | RTLD_LOCAL);
+  void* lt = dlopen(lt_path, RTLD_NOW | RTLD_LOCAL);
+  Expect(driver != nullptr && lt != nullptr, "fake libraries load");
+  if (driver == nullptr || lt == nullptr) return;
+  auto log = reinterpret_cast<const char* (*)()>(dlsym(lt, "FakeLtLog"));
+  auto clear = reinterpret_cast<void (*)()>(dlsym(lt, "FakeLtClearLog"));
+  auto live = reinterpret_cast<int (*)()>(dlsym(lt, "FakeLtLive"));
+  auto set_found = reinterpret_cast<void (*)(int)>(dlsym(lt, "FakeLtSetAlgosFound"));
+  std::string error;
+  auto backend = CudaBackend::Create(driver, "", lt, "", &error);
+  Expect(backend != nullptr, "backend with cuBLASLt: " + error);
+  if (backend == nullptr) return;
+  CUstream stream = reinterpret_cast<CUstream>(uintptr_t{0x50});
+  std::string allocations;
+  auto allocate = [&allocations](size_t bytes) -> void* {
+    allocations += std::to_string(bytes) + ";";
+    return reinterpret_cast<void*>(uintptr_t{0x9000});
+  };
+
+  // C (2x3) = A (2x5) B (5x3) + bias, tanh-GELU, TF32: cuBLASLt's A is our
+  // B (3x5, ld 3), its B our A (5x2, ld 5), C^T 3x2 (ld 3).
+  DiscGemmArgs g = RowMajor(2, 3, 5);
+  g.bias = reinterpret_cast<const void*>(uintptr_t{0xD00});
+  g.activation = DISC_ACT_GELU_TANH;
+  const std::string layouts = "layout:" + std::to_string(CUDA_R_32F) + ",3x5,ld3;layout:" +
+                              std::to_string(CUDA_R_32F) + ",5x2,ld5;layout:" +
+                              std::to_string(CUDA_R_32F) + ",3x2,ld3;";
+  const std::string desc =
+      LtDesc(CUBLAS_COMPUTE_32F_FAST_TF32, CUBLASLT_EPILOGUE_GELU_BIAS, "d00");
+  const std::string matmul = "matmul:a=b00,b=a00,c=c00,d=c00,alpha=1,beta=0,algo=42,ws=9000:1024;";
+  Expect(backend->Gemm(g, true, stream, allocate, &error), "gemm: " + error);
+  Expect(std::string(log()) == "create;" + desc + layouts + "align=256;max_ws=33554432;heuristic;" +
+                                   matmul,
+         std::string("first gemm: ") + log());
+  Expect(allocations == "1024;", "workspace of the algorithm's size: " + allocations);
+  Expect(live() == 0, "descriptors destroyed");
+  clear();
+  // The same shape again: the handle and algorithm are reused.
+  Expect(backend->Gemm(g, true, stream, allocate, &error), "second gemm: " + error);
+  Expect(std::string(log()) == desc + layouts + matmul, std::string("cached: ") + log());
+  clear();
+  // Another alignment of C: a new heuristic query for it.
+  g.c = reinterpret_cast<void*>(uintptr_t{0xC04});
+  Expect(backend->Gemm(g, true, stream, allocate, &error) &&
+             std::string(log()).find("align=4;max_ws=33554432;heuristic;") != std::string::npos,
+         std::string("alignment in the key: ") + log());
+  clear();
+
+  // Batches: count and strides on every layout (cuBLASLt's A is our B).
+  g = RowMajor(2, 3, 5);
+  g.batch = 4;
+  g.stride_a = 10;
+  g.stride_b = 0;
+  g.stride_c = 6;
+  Expect(backend->Gemm(g, false, stream, allocate, &error), "batched gemm: " + error);
+  const std::string f32 = std::to_string(CUDA_R_32F);
+  Expect(std::string(log()) ==
+             LtDesc(CUBLAS_COMPUTE_32F, CUBLASLT_EPILOGUE_DEFAULT, nullptr) + "layout:" + f32 +
+                 ",3x5,ld3;batch=4;stride=0;layout:" + f32 + ",5x2,ld5;batch=4;stride=10;layout:" +
+                 f32 + ",3x2,ld3;batch=4;stride=6;align=256;max_ws=33554432;heuristic;" + matmul,
+         std::string("batched: ") + log());
+  clear();
+
+  // No algorithm; no workspace memory.  Both fail cleanly, nothing leaks.
+  set_found(0);
+  g = RowMajor(7, 3, 5);
+  Expect(!backend->Gemm(g, true, stream, allocate, &error) &&
+             error == "gemm on CUDA: cuBLASLt has no algorithm for this product",
+         "no algorithm: " + error);
+  set_found(1);
+  auto no_memory = [](size_t) -> void* { return nullptr; };
+  Expect(!backend->Gemm(g, true, stream, no_memory, &error) &&
+             error == "gemm on CUDA: no memory for the cuBLASLt workspace",
+         "no workspace: " + error);
+  Expect(live() == 0, "descriptors destroyed on errors");
 }
 
 }  // namespace
@@ -257,6 +388,7 @@ int main(int argc, char** argv) {
   NoDriver();
   GemmPlans();
   if (argc > 1) FakeDriver(argv[1]);
+  if (argc > 2) FakeCublasLt(argv[1], argv[2]);
   if (check::Failures() == 0) std::printf("ok\n");
   return check::Failures() == 0 ? 0 : 1;
 }

@@ -2,8 +2,11 @@
 // placed on "/device:GPU:0" (clusters only behind the "device": "gpu"
 // option; the launch node on the GPU with _input_hostmem/_output_hostmem),
 // and TF's own MemoryTypesForNode on that launch node (host memory exactly
-// at those indices).  Linked against the op library (argv: none);
-// test_gpu_op.py builds and runs it.
+// at those indices); the op library's CUDA backend on a host without a
+// driver, and the architecture names of compute capabilities.  Linked
+// against the op library (argv: none); test_gpu_op.py builds and runs it.
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "tests/cpp_layer/expect.h"
 #include "tf_disc/bridge/disc_bridge.h"
 #include "tf_disc/grappler/disc_optimizer.h"
+#include "tf_disc/runtime/cuda/gpu_runtime.h"
 
 using check::Expect;
 using tensorflow::DataType;
@@ -42,16 +46,17 @@ void SetType(NodeDef* n, const std::string& attr, DataType t) {
   (*n->mutable_attr())[attr].set_type(t);
 }
 
-// x (float) and s (int32 shape) fed in; out = Reshape(x + x, s)^2 and its
-// int32 shape `dims` fetched: one cluster of AddV2, Reshape, Mul, Shape.
-GraphDef Graph(const std::string& device) {
+// x (float) and s (a shape of shape_type) fed in; out = Reshape(x + x, s)^2
+// and its int32 shape `dims` fetched: one cluster of AddV2, Reshape, Mul,
+// Shape.
+GraphDef Graph(const std::string& device, DataType shape_type = tensorflow::DT_INT32) {
   GraphDef g;
   SetType(AddNode(&g, "x", "Placeholder", {}, device), "dtype", tensorflow::DT_FLOAT);
-  SetType(AddNode(&g, "s", "Placeholder", {}, device), "dtype", tensorflow::DT_INT32);
+  SetType(AddNode(&g, "s", "Placeholder", {}, device), "dtype", shape_type);
   SetType(AddNode(&g, "a", "AddV2", {"x", "x"}, device), "T", tensorflow::DT_FLOAT);
   NodeDef* r = AddNode(&g, "r", "Reshape", {"a", "s"}, device);
   SetType(r, "T", tensorflow::DT_FLOAT);
-  SetType(r, "Tshape", tensorflow::DT_INT32);
+  SetType(r, "Tshape", shape_type);
   SetType(AddNode(&g, "out", "Mul", {"r", "r"}, device), "T", tensorflow::DT_FLOAT);
   NodeDef* shape = AddNode(&g, "dims", "Shape", {"r"}, device);
   SetType(shape, "T", tensorflow::DT_FLOAT);
@@ -63,7 +68,7 @@ const char kTable[] = R"({"ops": {
   "AddV2": {"type_attrs": {"T": [1]}},
   "Mul": {"type_attrs": {"T": [1]}},
   "Conv2D": {"type_attrs": {"T": [1]}},
-  "Reshape": {"type_attrs": {"T": [1], "Tshape": [3]}, "value_inputs": [1]},
+  "Reshape": {"type_attrs": {"T": [1], "Tshape": [3, 9]}, "value_inputs": [1]},
   "Shape": {"type_attrs": {"T": [1], "out_type": [3]}}}})";
 
 // The graph after DiscOptimizer (the input when it changed nothing).
@@ -166,12 +171,13 @@ void GpuOptionOn() {
 
   // An op of the support table outside the GPU allow-list stays in TF on a
   // GPU (and is clustered on the CPU).
-  auto out_op = [](const GraphDef& g) {
+  auto op_of = [](const GraphDef& g, const std::string& name) {
     for (const NodeDef& n : g.node()) {
-      if (n.name() == "out") return n.op();
+      if (n.name() == name) return n.op();
     }
     return std::string();
   };
+  auto out_op = [&op_of](const GraphDef& g) { return op_of(g, "out"); };
   GraphDef gpu_conv = Graph(kGpu), cpu_conv = Graph(kCpu);
   for (GraphDef* g : {&gpu_conv, &cpu_conv}) {
     for (NodeDef& n : *g->mutable_node()) {
@@ -180,6 +186,40 @@ void GpuOptionOn() {
   }
   Expect(out_op(Optimize(gpu_conv, "gpu_conv")) == "Conv2D", "Conv2D stays in TF on a GPU");
   Expect(out_op(Optimize(cpu_conv, "cpu_conv")) != "Conv2D", "Conv2D clustered on the CPU");
+
+  // An int64 shape input is read on the host, where a GPU keeps int32
+  // tensors only: such a Reshape stays in TF on a GPU (clustered on the CPU).
+  GraphDef gpu_int64 = Optimize(Graph(kGpu, tensorflow::DT_INT64), "gpu_int64");
+  Expect(op_of(gpu_int64, "r") == "Reshape", "Reshape with an int64 shape stays in TF on a GPU");
+  for (const NodeDef* l : Launches(gpu_int64)) {
+    for (int64_t a : IntList(*l, "_input_hostmem")) {
+      Expect(l->attr().at("Targs").list().type(a) == tensorflow::DT_INT32,
+             "host-memory args are int32");
+    }
+  }
+  Expect(op_of(Optimize(Graph(kCpu, tensorflow::DT_INT64), "cpu_int64"), "r") != "Reshape",
+         "Reshape with an int64 shape clustered on the CPU");
+}
+
+// The backend made from TF's own driver handle: where the host has no
+// libcuda.so.1, null with the error every GPU call falls back with.
+void BackendWithoutDriver() {
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (driver == nullptr) driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver != nullptr) return;  // a GPU host: nothing to check here
+  std::string error;
+  Expect(tf_disc::SharedCudaBackend(&error) == nullptr, "no backend without a driver");
+  Expect(error.rfind("CUDA driver not found", 0) == 0, "driver-not-found error: " + error);
+  error.clear();
+  Expect(tf_disc::SharedCudaBackend(&error) == nullptr &&
+             error.rfind("CUDA driver not found", 0) == 0,
+         "the same error on every call: " + error);
+}
+
+void ArchNames() {
+  Expect(tf_disc::CudaArchName(9, 0) == "sm_90", "sm_90");
+  Expect(tf_disc::CudaArchName(8, 6) == "sm_86", "sm_86");
+  Expect(tf_disc::CudaArchName(12, 0) == "sm_120", "sm_120");
 }
 
 }  // namespace
@@ -189,6 +229,8 @@ int main() {
   GpuOptionOff();
   CpuUnchanged();
   GpuOptionOn();
+  BackendWithoutDriver();
+  ArchNames();
   if (check::Failures() == 0) std::printf("ok\n");
   return check::Failures() == 0 ? 0 : 1;
 }

@@ -38,8 +38,9 @@ def test_gpu_placement(library, tmp_path):
 
     exe = str(tmp_path / "gpu_placement_check")
     lib_dir = os.path.dirname(library)
-    cmd = (["c++", "-O1", "-Wno-deprecated-declarations", "-I", ROOT,
-            os.path.join(HERE, "gpu_placement_check.cc"), "-o", exe]
+    cuda = [flag for d in build_ops.cuda_include_dirs() for flag in ("-I", d)]
+    cmd = (["c++", "-O1", "-Wno-deprecated-declarations", "-I", ROOT] + cuda +
+           [os.path.join(HERE, "gpu_placement_check.cc"), "-o", exe]
            + tf.sysconfig.get_compile_flags() + [library] + tf.sysconfig.get_link_flags()
            # TF's standard ops (AddV2, Reshape, ...) are registered by
            # libtensorflow_cc, which the op library itself never links.

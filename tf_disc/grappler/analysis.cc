@@ -14,9 +14,9 @@ namespace {
 // Re-clusterings after a TensorList edge ended between two clusters.
 constexpr int kMaxListRounds = 4;
 
-bool HasFunctionalLoops(const tensorflow::GraphDef& graph) {
+bool HasFunctionalControlFlow(const tensorflow::GraphDef& graph) {
   for (const auto& n : graph.node()) {
-    if (IsFunctionalLoop(n.op())) return true;
+    if (IsFunctionalControlFlow(n.op())) return true;
   }
   return false;
 }
@@ -51,11 +51,11 @@ absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable&
   }
   const bool defuse = HasExpandableFusedOps(*out->graph, table);
   const bool facts = NeedsStaticFacts(*out->graph);
-  const bool loops = HasFunctionalLoops(*out->graph);
+  const bool control_flow = HasFunctionalControlFlow(*out->graph);
   std::unordered_map<std::string, std::string> undecidable;
-  if (defuse || facts || loops) {  // work on a copy only when something changes
+  if (defuse || facts || control_flow) {  // work on a copy only when something changes
     if (out->graph != &out->copy) out->copy = graph;
-    if (loops) HoistInvariantReads(table, &out->copy);
+    if (control_flow) HoistInvariantReads(table, &out->copy);
     if (defuse) ExpandFusedOps(table, &out->copy);
     out->graph = &out->copy;
     // Inferred on the expanded graph before the facts rewrite it (which
@@ -73,7 +73,7 @@ absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable&
   }
   absl::Status s = BuildGraphIndex(*out->graph, &out->index);
   if (!s.ok()) return s;
-  if (!loops && !HasListOps(*out->graph)) {
+  if (!control_flow && !HasListOps(*out->graph)) {
     out->clusters = FormClusters(out->index, out->clusterable, min_cluster_size, reasons);
     return absl::OkStatus();
   }

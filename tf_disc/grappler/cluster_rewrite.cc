@@ -49,8 +49,10 @@ struct ClusterPlan {
   std::vector<TensorRef> results;
   std::vector<DataType> result_types;
   std::vector<int64_t> const_args;
-  // Args read on the host (int32 ones, and those feeding a const or value
-  // input): a GPU launch keeps them in host memory.
+  // The int32 args, in order: a GPU launch keeps them in host memory, as
+  // TF does int32 tensors on GPUs.  They include every arg feeding a const
+  // or value input there (clustering.cc keeps other types of those on a GPU
+  // in TF).
   std::vector<int64_t> host_args;
   std::vector<int64_t> stable_args;    // float args straight from Const/ReadVariableOp
   bool float_fast_math = false;        // fast math may change a float32 member
@@ -154,7 +156,7 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
   const tensorflow::GraphDef& graph = *index.graph;
   std::map<TensorRef, int> arg_index;
   std::unordered_set<int> control_seen;
-  std::set<int64_t> const_args, host_args;
+  std::set<int64_t> const_args;
   for (int v : members) {
     tensorflow::DataTypeVector in_types, out_types;
     absl::Status s = NodeTypes(graph.node(v), &in_types, &out_types);
@@ -181,11 +183,9 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
         if (plan->arg_types.back() == tensorflow::DT_FLOAT && IsStableSource(graph.node(e.src))) {
           plan->stable_args.push_back(it->second);
         }
-        if (plan->arg_types.back() == tensorflow::DT_INT32) host_args.insert(it->second);
-      }
-      if (support &&
-          (support->const_inputs.count(e.dst_port) || support->value_inputs.count(e.dst_port))) {
-        host_args.insert(it->second);
+        if (plan->arg_types.back() == tensorflow::DT_INT32) {
+          plan->host_args.push_back(it->second);
+        }
       }
       if (support && (support->const_inputs.count(e.dst_port) ||
                       (support->value_inputs.count(e.dst_port) &&
@@ -222,7 +222,6 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
     }
   }
   plan->const_args.assign(const_args.begin(), const_args.end());
-  plan->host_args.assign(host_args.begin(), host_args.end());
   return absl::OkStatus();
 }
 
@@ -318,7 +317,7 @@ absl::Status BuildFunction(const tensorflow::GraphDef& body,
   if (!s.ok()) return s;
   s = tensorflow::GraphToFunctionDef(g, "", fdef);
   if (!s.ok()) return s;
-  AttachNestedFunctions(library, fdef);  // a loop's cond and body, for the compiler
+  AttachNestedFunctions(library, fdef);  // the functions its control flow calls, for the compiler
   // Name = hash of the nameless, deterministically serialized function, so
   // identical clusters (e.g. per retrace) share one function and cache.
   fdef->mutable_signature()->set_name("");
@@ -366,9 +365,9 @@ NodeDef MakeLaunchNode(const tensorflow::GraphDef& graph,
   }
   if (KindOfDevice(device) == DeviceKind::kGpu) {
     // Read by TF's MemoryTypesForNode: these args and results are placed in
-    // host memory (a CUDA library's int32 buffers, and const/value inputs,
-    // live there; disc_abi.h).  A list attr per direction, not
-    // .HostMemory("args"), which would pin the whole Targs list.
+    // host memory (a CUDA library's int32 buffers, among them every const
+    // and value input, live there; disc_abi.h).  A list attr per direction,
+    // not .HostMemory("args"), which would pin the whole Targs list.
     auto* in = attr["_input_hostmem"].mutable_list();
     for (int64_t a : plan.host_args) in->add_i(a);
     auto* out = attr["_output_hostmem"].mutable_list();

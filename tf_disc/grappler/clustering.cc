@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <unordered_set>
 
 #include "tensorflow/core/framework/node_def_util.h"
@@ -149,6 +150,23 @@ std::string Reason(const char* kind, const std::string& detail) {
   return std::string(kind) + ": " + detail;
 }
 
+// On a GPU, const and value inputs are read on the host, and only int32
+// tensors live in host memory there (disc_abi.h; TF's own function
+// arguments alike, which a fallback passes them to): "" when every such
+// input of a node is int32, else which one is not.
+std::string NonInt32HostInput(const OpSupport& support, const tensorflow::DataTypeVector& in) {
+  for (const std::set<int>* ports : {&support.const_inputs, &support.value_inputs}) {
+    for (int port : *ports) {
+      if (port >= 0 && port < static_cast<int>(in.size()) &&
+          tensorflow::BaseType(in[port]) != tensorflow::DT_INT32) {
+        return "a " + tensorflow::DataTypeString(in[port]) + " shape or value input " +
+               std::to_string(port);
+      }
+    }
+  }
+  return "";
+}
+
 // "" and *support set when node may be clustered, else why not.  Checks
 // that concern the node wherever it runs (device, state) come before the
 // support table, so that explain() names the deeper cause.
@@ -165,15 +183,15 @@ std::string RejectReason(const tensorflow::NodeDef& node, const SupportTable& ta
   if (device == DeviceKind::kGpu && !GpuAllowsOp(node.op())) {
     return Reason(kReasonUnsupportedOp, node.op() + " on a GPU");
   }
-  if (IsFunctionalLoop(node.op())) {  // compiled whole, or left in TF
-    std::string why = LoopRejectReason(node, functions, table);
+  if (IsFunctionalControlFlow(node.op())) {  // compiled whole, or left in TF
+    std::string why = ControlFlowRejectReason(node, functions, table);
     if (!why.empty()) return Reason(kReasonUnsupportedOp, node.op() + " " + why);
   }
   const tensorflow::OpDef* op_def = nullptr;
   if (!tensorflow::OpRegistry::Global()->LookUpOpDef(node.op(), &op_def).ok()) {
     return Reason(kReasonUnsupportedOp, node.op() + " (a function call)");
   }
-  if (op_def->is_stateful() && !IsFunctionalLoop(node.op())) {
+  if (op_def->is_stateful() && !IsFunctionalControlFlow(node.op())) {
     return Reason(kReasonStateful, node.op() + " is stateful");
   }
   tensorflow::DataTypeVector in, out;
@@ -188,6 +206,13 @@ std::string RejectReason(const tensorflow::NodeDef& node, const SupportTable& ta
   std::string refused;
   *support = table.Match(node, *op_def, &refused);
   if (*support == nullptr) return Reason(kReasonDtypeOrAttr, node.op() + " with " + refused);
+  if (device == DeviceKind::kGpu) {
+    std::string why = NonInt32HostInput(**support, in);
+    if (!why.empty()) {
+      *support = nullptr;
+      return Reason(kReasonDtypeOrAttr, node.op() + " with " + why + " on a GPU");
+    }
+  }
   auto it = undecidable.find(node.name());
   if (it != undecidable.end()) {
     *support = nullptr;

@@ -1,10 +1,11 @@
-// Keeps compilable functional loops functional until DiscOptimizer sees
-// them.  TF lowers While / StatelessWhile marked _lower_using_switch_merge
-// (tf.while_loop and Keras RNNs in TF2) into Switch/Merge frames in a
+// Keeps compilable functional control flow functional until DiscOptimizer
+// sees it.  TF lowers While / StatelessWhile / If / StatelessIf / Case /
+// StatelessCase marked _lower_using_switch_merge (tf.while_loop, Keras
+// RNNs, tf.cond, tf.switch_case in TF2) into Switch/Merge frames in a
 // PRE_PLACEMENT pass, before Grappler runs; this pass runs just before that
-// one and unmarks the loops loop_support.h can compile whole, so the
-// optimizer can put each in one cluster.  A loop it then leaves in TF runs
-// through TF's While kernel, with the same results.
+// one and unmarks the loops and conditionals loop_support.h can compile
+// whole, so the optimizer can put each in one cluster.  One it then leaves
+// in TF runs through TF's While / If / Case kernel, with the same results.
 #include "tensorflow/core/common_runtime/optimization_registry.h"
 #include "tensorflow/core/framework/function.h"
 #include "tensorflow/core/graph/graph.h"
@@ -32,10 +33,10 @@ class KeepCompilableLoopsPass : public tensorflow::GraphOptimizationPass {
       return flib->Find(name);
     };
     for (tensorflow::Node* n : graph->op_nodes()) {
-      if (!IsFunctionalLoop(n->type_string())) continue;
+      if (!IsFunctionalControlFlow(n->type_string())) continue;
       bool lower = false;
       if (!tensorflow::TryGetNodeAttr(n->attrs(), kLowerAttr, &lower) || !lower) continue;
-      if (!LoopRejectReason(n->def(), lookup, *table).empty()) continue;
+      if (!ControlFlowRejectReason(n->def(), lookup, *table).empty()) continue;
       n->ClearAttr(kLowerAttr);
       n->AddAttr(kLowerAttr, false);
     }

@@ -19,8 +19,12 @@ using tensorflow::DataType;
 using tensorflow::FunctionDef;
 using tensorflow::NodeDef;
 
-// Nested loops deeper than this stay in TF (a guard against recursion).
+// Control flow nested deeper than this stays in TF (a guard against
+// recursion).
 constexpr int kMaxLoopDepth = 8;
+
+// The name suffix of a function copy HoistInvariantReads makes.
+constexpr char kValuesSuffix[] = "_disc_values";
 
 // The node a FunctionDef input reference names ("arg", "node:out:i", "^n").
 std::string RefNode(const std::string& ref) {
@@ -72,9 +76,10 @@ bool HoistableResource(const FunctionDef& cond, const FunctionDef& body, int k) 
   return true;
 }
 
-std::vector<DataType> LoopTypes(const NodeDef& node) {
+// A list(type) attr's types: a loop's "T", a conditional's "Tin"/"Tout".
+std::vector<DataType> TypesAttr(const NodeDef& node, const char* name) {
   std::vector<DataType> out;
-  if (const AttrValue* t = Attr(node, "T")) {
+  if (const AttrValue* t = Attr(node, name)) {
     for (int x : t->list().type()) out.push_back(static_cast<DataType>(x));
   }
   return out;
@@ -93,12 +98,12 @@ std::string CheckFunction(const FunctionDef& f, const std::set<std::string>& rea
 
 std::string CheckLoop(const NodeDef& node, const FunctionLookup& lookup,
                       const SupportTable& table, int depth) {
-  if (depth > kMaxLoopDepth) return "loops nested too deep";
+  if (depth > kMaxLoopDepth) return "control flow nested too deep";
   const FunctionDef* cond = lookup(FuncAttr(node, "cond"));
   const FunctionDef* body = lookup(FuncAttr(node, "body"));
   if (cond == nullptr || body == nullptr) return "cond or body function not found";
   std::set<std::string> readable;  // body args ReadVariableOp may read
-  const std::vector<DataType> types = LoopTypes(node);
+  const std::vector<DataType> types = TypesAttr(node, "T");
   for (size_t k = 0; k < types.size(); ++k) {
     if (types[k] != tensorflow::DT_RESOURCE) continue;
     if (depth > 0 || !HoistableResource(*cond, *body, static_cast<int>(k))) {
@@ -112,6 +117,100 @@ std::string CheckLoop(const NodeDef& node, const FunctionLookup& lookup,
   return why;
 }
 
+// The branch functions of an If (then, else) or a Case (branches).
+std::vector<std::string> BranchNames(const NodeDef& node) {
+  if (node.op() == "If" || node.op() == "StatelessIf") {
+    return {FuncAttr(node, "then_branch"), FuncAttr(node, "else_branch")};
+  }
+  std::vector<std::string> out;
+  if (const AttrValue* a = Attr(node, "branches")) {
+    for (const auto& f : a->list().func()) out.push_back(f.name());
+  }
+  return out;
+}
+
+// Branch argument k (Tin index) read only by ReadVariableOps in every
+// branch: the dtype they read; DT_INVALID when a branch does anything else
+// with it, or none reads it.
+DataType ReadOnlyResourceType(const std::vector<const FunctionDef*>& branches, int k) {
+  DataType type = tensorflow::DT_INVALID;
+  for (const FunctionDef* f : branches) {
+    if (k >= f->signature().input_arg_size()) return tensorflow::DT_INVALID;
+    const std::string& arg = f->signature().input_arg(k).name();
+    for (int i : ArgReaders(*f, arg)) {
+      const NodeDef& n = f->node_def(i);
+      if (n.op() != "ReadVariableOp" || n.input_size() != 1 || n.input(0) != arg) {
+        return tensorflow::DT_INVALID;
+      }
+      type = n.attr().at("dtype").type();
+    }
+  }
+  return type;
+}
+
+// The branch functions of a conditional; empty when one is missing.
+std::vector<const FunctionDef*> BranchFunctions(const NodeDef& node,
+                                                const FunctionLookup& lookup) {
+  std::vector<const FunctionDef*> out;
+  for (const std::string& name : BranchNames(node)) {
+    const FunctionDef* f = lookup(name);
+    if (f == nullptr) return {};
+    out.push_back(f);
+  }
+  return out;
+}
+
+// The table admits the conditional's attrs (an If's predicate is a bool),
+// its inputs are tensors or, at top level, resources the branches only read
+// (HoistInvariantReads reads them before it), its outputs tensors of a known
+// rank (no resource, no TensorList), and every op of every branch qualifies.
+std::string CheckConditional(const NodeDef& node, const FunctionLookup& lookup,
+                             const SupportTable& table, int depth) {
+  if (depth > kMaxLoopDepth) return "control flow nested too deep";
+  const tensorflow::OpDef* op_def = nullptr;
+  if (!table.HasOp(node.op()) ||
+      !tensorflow::OpRegistry::Global()->LookUpOpDef(node.op(), &op_def).ok()) {
+    return node.op();
+  }
+  std::string refused;
+  if (table.Match(node, *op_def, &refused) == nullptr) return node.op() + " with " + refused;
+  const std::vector<const FunctionDef*> branches = BranchFunctions(node, lookup);
+  if (branches.empty()) return "branch function not found";
+  std::set<std::string> readable;  // branch args ReadVariableOp may read
+  const std::vector<DataType> in = TypesAttr(node, "Tin");
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k] == tensorflow::DT_VARIANT) return "Tin holds a TensorList";
+    if (in[k] != tensorflow::DT_RESOURCE) continue;
+    if (depth > 0 || ReadOnlyResourceType(branches, static_cast<int>(k)) ==
+                         tensorflow::DT_INVALID) {
+      return "branch argument " + std::to_string(k) + " is a resource a branch does more "
+             "with than read";
+    }
+    for (const FunctionDef* f : branches) readable.insert(f->signature().input_arg(k).name());
+  }
+  for (DataType t : TypesAttr(node, "Tout")) {
+    if (t == tensorflow::DT_RESOURCE || t == tensorflow::DT_VARIANT) {
+      return std::string("Tout holds a ") +
+             (t == tensorflow::DT_RESOURCE ? "resource" : "TensorList");
+    }
+  }
+  // TF's shape of an output its branches return with different ranks (or
+  // unranked) has no rank; the compiler needs one (ops/conditional.py).
+  if (const AttrValue* shapes = Attr(node, "output_shapes")) {
+    for (int k = 0; k < shapes->list().shape_size(); ++k) {
+      if (shapes->list().shape(k).unknown_rank()) {
+        return "output " + std::to_string(k) +
+               " has no static rank (its branches differ in rank, or one has none)";
+      }
+    }
+  }
+  for (const FunctionDef* f : branches) {
+    std::string why = CheckFunction(*f, readable, lookup, table, depth);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
 // The op of the node a FunctionDef input reference names ("" for an arg).
 using ProducerOps = std::unordered_map<std::string, std::string>;
 
@@ -123,9 +222,11 @@ std::string CheckNode(const NodeDef& n, const std::set<std::string>& readable,
   if (op == "ReadVariableOp") {
     return n.input_size() > 0 && readable.count(n.input(0))
                ? ""
-               : "ReadVariableOp of a variable the loop does not carry unchanged";
+               : "ReadVariableOp of a resource neither a loop variable carried unchanged "
+                 "nor a conditional's argument";
   }
   if (IsFunctionalLoop(op)) return CheckLoop(n, lookup, table, depth + 1);
+  if (IsFunctionalConditional(op)) return CheckConditional(n, lookup, table, depth + 1);
   const tensorflow::OpDef* op_def = nullptr;
   if (!tensorflow::OpRegistry::Global()->LookUpOpDef(op, &op_def).ok()) {
     return op + " (a function call)";
@@ -168,16 +269,17 @@ std::string CheckFunction(const FunctionDef& f, const std::set<std::string>& rea
   return "";
 }
 
-// f with loop variables `ks` carried as values of `types` instead of
-// resources: their ReadVariableOps become Identity.
+// f with arguments `types` (by index) taken as values of those types
+// instead of resources: their ReadVariableOps become Identity.  A loop's
+// cond and body (`carried`) return the same type for each.
 FunctionDef WithValues(const FunctionDef& f, const std::map<int, DataType>& types,
-                       const std::string& name) {
+                       const std::string& name, bool carried) {
   FunctionDef g = f;
   g.mutable_signature()->set_name(name);
   std::set<std::string> args;
   for (const auto& kv : types) {
     g.mutable_signature()->mutable_input_arg(kv.first)->set_type(kv.second);
-    if (kv.first < g.signature().output_arg_size()) {
+    if (carried && kv.first < g.signature().output_arg_size()) {
       g.mutable_signature()->mutable_output_arg(kv.first)->set_type(kv.second);
     }
     g.mutable_arg_attr()->erase(kv.first);
@@ -224,16 +326,109 @@ bool IsFunctionalLoop(const std::string& op) {
   return op == "While" || op == "StatelessWhile";
 }
 
-std::string LoopRejectReason(const NodeDef& node, const FunctionLookup& lookup,
-                             const SupportTable& table) {
+bool IsFunctionalConditional(const std::string& op) {
+  return op == "If" || op == "StatelessIf" || op == "Case" || op == "StatelessCase";
+}
+
+bool IsFunctionalControlFlow(const std::string& op) {
+  return IsFunctionalLoop(op) || IsFunctionalConditional(op);
+}
+
+std::string ControlFlowRejectReason(const NodeDef& node, const FunctionLookup& lookup,
+                                    const SupportTable& table) {
   if (!table.HasOp(node.op())) return node.op();
-  return CheckLoop(node, lookup, table, 0);
+  return IsFunctionalLoop(node.op()) ? CheckLoop(node, lookup, table, 0)
+                                     : CheckConditional(node, lookup, table, 0);
 }
 
 bool MayCarryList(const std::string& op, const SupportTable& table) {
   return (op.rfind("TensorList", 0) == 0 && table.HasOp(op)) || IsFunctionalLoop(op) ||
          op == "Identity" || op == "IdentityN";
 }
+
+namespace {
+
+// A ReadVariableOp of node's input `input` (a resource), ordered after what
+// node waits for.
+NodeDef ReadBefore(const NodeDef& node, int input, DataType dtype) {
+  NodeDef read;
+  read.set_name(node.name() + "/disc_read_" + std::to_string(input));
+  read.set_op("ReadVariableOp");
+  read.set_device(node.device());
+  read.add_input(node.input(input));
+  for (const std::string& in : node.input()) {
+    if (!in.empty() && in[0] == '^') read.add_input(in);
+  }
+  (*read.mutable_attr())["dtype"].set_type(dtype);
+  return read;
+}
+
+// The reads of the qualifying loop `node`'s invariant resources, moved
+// before it (see HoistInvariantReads); false when it has none.
+bool HoistLoopReads(const FunctionLookup& lookup, const std::unordered_set<std::string>& used,
+                    NodeDef* node, std::vector<FunctionDef>* added, std::vector<NodeDef>* reads) {
+  const FunctionDef* cond = lookup(FuncAttr(*node, "cond"));
+  const FunctionDef* body = lookup(FuncAttr(*node, "body"));
+  std::vector<DataType> types = TypesAttr(*node, "T");
+  std::map<int, DataType> values;
+  for (size_t k = 0; k < types.size(); ++k) {
+    const bool passed_on = used.count(node->name() + ":" + std::to_string(k)) > 0;
+    if (types[k] != tensorflow::DT_RESOURCE || passed_on) continue;
+    for (int i : ArgReaders(*body, body->signature().input_arg(k).name())) {
+      values[static_cast<int>(k)] = body->node_def(i).attr().at("dtype").type();
+    }
+  }
+  if (values.empty()) return false;
+  for (const FunctionDef* f : {cond, body}) {
+    added->push_back(WithValues(*f, values, f->signature().name() + kValuesSuffix, true));
+  }
+  for (const auto& kv : values) {
+    reads->push_back(ReadBefore(*node, kv.first, kv.second));
+    node->set_input(kv.first, reads->back().name());
+    node->mutable_attr()->at("T").mutable_list()->set_type(kv.first, kv.second);
+  }
+  node->mutable_attr()->erase("_read_only_resource_inputs");
+  (*node->mutable_attr())["cond"].mutable_func()->set_name(
+      added->at(added->size() - 2).signature().name());
+  (*node->mutable_attr())["body"].mutable_func()->set_name(added->back().signature().name());
+  return true;
+}
+
+// The same for the qualifying conditional `node`: every resource argument
+// is read before it (its input k + 1: the predicate or index comes first).
+bool HoistConditionalReads(const FunctionLookup& lookup, NodeDef* node,
+                           std::vector<FunctionDef>* added, std::vector<NodeDef>* reads) {
+  const std::vector<const FunctionDef*> branches = BranchFunctions(*node, lookup);
+  const std::vector<DataType> types = TypesAttr(*node, "Tin");
+  std::map<int, DataType> values;
+  for (size_t k = 0; k < types.size(); ++k) {
+    if (types[k] == tensorflow::DT_RESOURCE) {
+      values[static_cast<int>(k)] = ReadOnlyResourceType(branches, static_cast<int>(k));
+    }
+  }
+  if (values.empty()) return false;
+  std::vector<std::string> names;
+  for (const FunctionDef* f : branches) {
+    added->push_back(WithValues(*f, values, f->signature().name() + kValuesSuffix, false));
+    names.push_back(added->back().signature().name());
+  }
+  for (const auto& kv : values) {
+    reads->push_back(ReadBefore(*node, kv.first + 1, kv.second));
+    node->set_input(kv.first + 1, reads->back().name());
+    node->mutable_attr()->at("Tin").mutable_list()->set_type(kv.first, kv.second);
+  }
+  node->mutable_attr()->erase("_read_only_resource_inputs");
+  if (node->attr().count("branches")) {
+    auto* fs = (*node->mutable_attr())["branches"].mutable_list()->mutable_func();
+    for (int i = 0; i < fs->size(); ++i) fs->Mutable(i)->set_name(names[i]);
+  } else {
+    (*node->mutable_attr())["then_branch"].mutable_func()->set_name(names[0]);
+    (*node->mutable_attr())["else_branch"].mutable_func()->set_name(names[1]);
+  }
+  return true;
+}
+
+}  // namespace
 
 int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph) {
   FunctionLookup lookup = LibraryLookup(graph->library());
@@ -245,40 +440,13 @@ int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph) 
   std::vector<NodeDef> reads;
   int changed = 0;
   for (NodeDef& node : *graph->mutable_node()) {
-    if (!IsFunctionalLoop(node.op()) || !LoopRejectReason(node, lookup, table).empty()) continue;
-    const FunctionDef* cond = lookup(FuncAttr(node, "cond"));
-    const FunctionDef* body = lookup(FuncAttr(node, "body"));
-    std::vector<DataType> types = LoopTypes(node);
-    std::map<int, DataType> values;
-    for (size_t k = 0; k < types.size(); ++k) {
-      if (types[k] != tensorflow::DT_RESOURCE ||
-          used_outputs.count(node.name() + ":" + std::to_string(k))) {
-        continue;
-      }
-      for (int i : ArgReaders(*body, body->signature().input_arg(k).name())) {
-        values[static_cast<int>(k)] = body->node_def(i).attr().at("dtype").type();
-      }
+    if (!IsFunctionalControlFlow(node.op()) ||
+        !ControlFlowRejectReason(node, lookup, table).empty()) {
+      continue;
     }
-    if (values.empty()) continue;
-    const std::string suffix = "_disc_values";
-    added.push_back(WithValues(*cond, values, cond->signature().name() + suffix));
-    added.push_back(WithValues(*body, values, body->signature().name() + suffix));
-    for (const auto& kv : values) {
-      NodeDef read;
-      read.set_name(node.name() + "/disc_read_" + std::to_string(kv.first));
-      read.set_op("ReadVariableOp");
-      read.set_device(node.device());
-      read.add_input(node.input(kv.first));
-      (*read.mutable_attr())["dtype"].set_type(kv.second);
-      node.set_input(kv.first, read.name());
-      node.mutable_attr()->at("T").mutable_list()->set_type(kv.first, kv.second);
-      reads.push_back(std::move(read));
-    }
-    node.mutable_attr()->erase("_read_only_resource_inputs");
-    (*node.mutable_attr())["cond"].mutable_func()->set_name(added[added.size() - 2]
-                                                               .signature().name());
-    (*node.mutable_attr())["body"].mutable_func()->set_name(added.back().signature().name());
-    ++changed;
+    changed += IsFunctionalLoop(node.op())
+                   ? HoistLoopReads(lookup, used_outputs, &node, &added, &reads)
+                   : HoistConditionalReads(lookup, &node, &added, &reads);
   }
   std::unordered_set<std::string> names;
   for (const FunctionDef& f : graph->library().function()) names.insert(f.signature().name());
@@ -370,10 +538,13 @@ void AttachNestedFunctions(const tensorflow::FunctionDefLibrary& library, Functi
     todo.pop_back();
     for (const NodeDef& n : f->node_def()) {
       for (const auto& kv : n.attr()) {
-        if (!kv.second.has_func()) continue;
-        const std::string& name = kv.second.func().name();
-        const FunctionDef* g = lookup(name);
-        if (g != nullptr && seen.insert(name).second) todo.push_back(g);
+        std::vector<std::string> names;  // a loop's cond/body, an If's or Case's branches
+        if (kv.second.has_func()) names.push_back(kv.second.func().name());
+        for (const auto& g : kv.second.list().func()) names.push_back(g.name());
+        for (const std::string& name : names) {
+          const FunctionDef* g = lookup(name);
+          if (g != nullptr && seen.insert(name).second) todo.push_back(g);
+        }
       }
     }
   }

@@ -1,11 +1,17 @@
-// Functional loops (While / StatelessWhile, what tf.while_loop and Keras
-// RNNs build in TF2) compiled whole: which loops qualify, the rewrites that
-// let them, and the TensorList rule for clusters.
+// Functional control flow compiled whole: loops (While / StatelessWhile,
+// what tf.while_loop and Keras RNNs build in TF2) and conditionals (If /
+// StatelessIf / Case / StatelessCase, tf.cond and tf.switch_case): which
+// ones qualify, the rewrites that let them, and the TensorList rule for
+// clusters.
 //
-// A loop qualifies when every op of its cond and body (nested loops
+// A loop qualifies when every op of its cond and body (nested control flow
 // included) is one the support table admits, a TensorList op, plumbing
 // (Identity, NoOp, Const), or a ReadVariableOp of a resource the loop
-// carries unchanged, which HoistInvariantReads moves before the loop.
+// carries unchanged, which HoistInvariantReads moves before the loop.  A
+// conditional qualifies when its predicate is a bool (If) and every op of
+// every branch is admitted the same way, a resource among its inputs only
+// read (ReadVariableOp, moved before it too), no TensorList among its inputs
+// and outputs, and every output of a rank TF knows.
 #ifndef TF_DISC_GRAPPLER_LOOP_SUPPORT_H_
 #define TF_DISC_GRAPPLER_LOOP_SUPPORT_H_
 
@@ -27,20 +33,24 @@ using FunctionLookup = std::function<const tensorflow::FunctionDef*(const std::s
 FunctionLookup LibraryLookup(const tensorflow::FunctionDefLibrary& library);
 
 bool IsFunctionalLoop(const std::string& op);
+bool IsFunctionalConditional(const std::string& op);
+bool IsFunctionalControlFlow(const std::string& op);
 
-// "" when the loop `node` can be compiled whole, else why not, naming the
-// function and the op that keeps it in TF.
-std::string LoopRejectReason(const tensorflow::NodeDef& node, const FunctionLookup& lookup,
-                             const SupportTable& table);
+// "" when the loop or conditional `node` can be compiled whole, else why
+// not, naming the function and the op that keeps it in TF.
+std::string ControlFlowRejectReason(const tensorflow::NodeDef& node,
+                                    const FunctionLookup& lookup, const SupportTable& table);
 
 // Whether a node of this op may have DT_VARIANT inputs or outputs in a
 // cluster (TensorList ops the table admits, loops, Identity).
 bool MayCarryList(const std::string& op, const SupportTable& table);
 
 // In every qualifying loop of `graph`, reads of a resource the loop carries
-// unchanged move before the loop: a ReadVariableOp there, the loop carries
-// the value, its cond and body become copies (added to the library) with
-// Identity for the reads.  Returns how many loops changed.
+// unchanged move before the loop: a ReadVariableOp there (after the loop's
+// control inputs), the loop carries the value, its cond and body become
+// copies (added to the library) with Identity for the reads.  A qualifying
+// conditional's resource arguments are read before it the same way.
+// Returns how many loops and conditionals changed.
 int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph);
 
 // (src, dst) node indices of the indexed graph's DT_VARIANT data edges:
@@ -61,7 +71,7 @@ std::vector<int> ListsAcrossClusters(const VariantEdgeList& edges,
                                      const std::vector<int>& cluster_of);
 
 // Copies into fdef's attr "_disc_nested_functions" (compiler/frontend/
-// functions.py) every library function its loops reach, serialized.
+// functions.py) every library function its control flow reaches, serialized.
 void AttachNestedFunctions(const tensorflow::FunctionDefLibrary& library,
                            tensorflow::FunctionDef* fdef);
 

@@ -266,10 +266,11 @@ class DiscLaunchOp : public AsyncOpKernel {
 
   // Runs `exe` or, where the self-guard measured TF's own ops faster for
   // this key and size, the original function; times the run for the guard.
-  // site: where the call runs when on a GPU.
+  // site: where the call runs when on a GPU.  Not on a GPU: a call's host
+  // time there measures how long queueing its work took, not the work.
   void RunGuarded(OpKernelContext* ctx, const GpuCallSite& site, const std::string& key,
                   const Executable& exe, DoneCallback done, std::optional<uint64_t> hit) {
-    if (!SelfGuardOn()) {
+    if (!SelfGuardOn() || on_gpu_) {
       RunExecutable(ctx, site, exe, std::move(done), hit, nullptr);
       return;
     }
@@ -444,9 +445,15 @@ class DiscLaunchOp : public AsyncOpKernel {
     };
     std::string refused;
     if (on_gpu_) {
-      GpuKernelRuntime runtime(ctx, site, exe.modules.get(),
-                               tsl::tensor_float_32_execution_enabled());
-      refused = run(runtime);
+      // Device code this GPU cannot load runs in TF: found before any work
+      // is queued.
+      if (exe.modules == nullptr) {
+        refused = "the executable has no device code";
+      } else if (exe.modules->Load(site.backend->driver(), site.context, &refused)) {
+        GpuKernelRuntime runtime(ctx, site, exe.modules.get(),
+                                 tsl::tensor_float_32_execution_enabled());
+        refused = run(runtime);
+      }
     } else {
       KernelRuntime runtime(ctx, stable.inputs.empty() ? nullptr : &stable);
       refused = run(runtime);
@@ -491,8 +498,9 @@ class DiscLaunchOp : public AsyncOpKernel {
 REGISTER_KERNEL_BUILDER(Name("DiscLaunch").Device(tensorflow::DEVICE_CPU),
                         DiscLaunchOp);
 // Inert without a CUDA driver: every call then falls back ("CUDA driver not
-// found").  Int32 and value-carrying args are placed in host memory through
-// the launch node's _input_hostmem / _output_hostmem (grappler/cluster_rewrite.cc).
+// found").  Int32 args and results (among them every const or value input)
+// are placed in host memory through the launch node's _input_hostmem /
+// _output_hostmem (grappler/cluster_rewrite.cc).
 REGISTER_KERNEL_BUILDER(Name("DiscLaunch").Device(tensorflow::DEVICE_GPU),
                         DiscLaunchOp);
 

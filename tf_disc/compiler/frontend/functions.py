@@ -1,4 +1,5 @@
-"""The functions a cluster's control flow calls (While cond and body).
+"""The functions a cluster's control flow calls (While cond and body, If
+and Case branches).
 
 The optimizer (grappler/loop_support.cc) copies them, as it saw them, into
 the cluster's FunctionDef attr NESTED_FUNCTIONS_ATTR: a list of serialized
@@ -37,10 +38,12 @@ def with_nested_functions(fdef, library) -> bytes:
     while todo:
         for nd in todo.pop().node_def:
             for a in nd.attr.values():
-                name = a.func.name if a.WhichOneof("value") == "func" else None
-                if name and name in by_name and name not in seen:
-                    seen.add(name)
-                    todo.append(by_name[name])
+                names = [a.func.name] if a.WhichOneof("value") == "func" else \
+                    [f.name for f in a.list.func]  # a Case's branches
+                for name in names:
+                    if name in by_name and name not in seen:
+                        seen.add(name)
+                        todo.append(by_name[name])
     out = type(fdef)()
     out.CopyFrom(fdef)
     blobs = out.attr[NESTED_FUNCTIONS_ATTR].list.s

@@ -62,5 +62,7 @@ def decode_attr(a):
             return [[d.size for d in s.dim] for s in lst.shape]
         if lst.tensor:
             return [tensor_to_numpy(t) for t in lst.tensor]
+        if lst.func:  # a Case's branches
+            return [f.name for f in lst.func]
         return []
     return None

@@ -3,9 +3,10 @@
 A Func is a straight-line list of Ops over SSA Values.  Each Value has a
 dtype and a symbolic shape (tuple of dim strings, see shapes/).  A `fusion`
 op holds a Region (the ops of one loop kernel); region ops may use values
-from the enclosing function directly.  A `while` op holds its cond and body
-as nested Funcs that see only their own arguments.  Ops with no results (asserts) are
-host-side checks kept in program order.
+from the enclosing function directly.  A `while` op holds its cond and body,
+an `if` or `case` its branches, as nested Funcs that see only their own
+arguments.  Ops with no results (asserts) are host-side checks kept in
+program order.
 """
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ class Op:
     attrs: dict = dataclasses.field(default_factory=dict)
     region: Region | None = None
     # Nested functions, isolated from the enclosing one (a `while` holds its
-    # cond and body: ir/control.py).
+    # cond and body, an `if` or `case` its branches: ir/control.py).
     funcs: list["Func"] = dataclasses.field(default_factory=list)
 
     @property

@@ -89,10 +89,12 @@ OPSET.update({
     "window": IrOpSpec(-1, "library"),  # (x[, filter]): ops/nn_conv.py, codegen/conv.py
 })
 
-# Control flow (ir/control.py): operands are the loop's initial values,
-# results its final ones; op.funcs holds [cond, body].  Programs
-# (passes/program.py) split a function at these ops before the pipeline.
-OPSET["while"] = IrOpSpec(-1, "control", "attr")
+# Control flow (ir/control.py): a `while`'s operands are the loop's initial
+# values, results its final ones, op.funcs holds [cond, body]; an `if` or
+# `case` takes a predicate or branch index and the branches' arguments,
+# op.funcs holds the branches.  Programs (passes/program.py) split a
+# function at these ops before the pipeline.
+OPSET.update({name: IrOpSpec(-1, "control", "attr") for name in ("while", "if", "case")})
 
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 

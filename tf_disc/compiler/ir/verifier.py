@@ -33,8 +33,8 @@ def _check_op(op: Op, defined: set[Value], in_region: bool | str, syms: set[str]
                 _fail(op, f"dim {d} uses symbols no argument defines")
         return
     if s.kind == "control":
-        from .control import check_while
-        problem = None if in_region else check_while(op)
+        from .control import check_control
+        problem = None if in_region else check_control(op)
         if in_region or problem:
             _fail(op, problem or "control flow lives at top level")
         for f in op.funcs:

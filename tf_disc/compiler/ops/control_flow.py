@@ -40,8 +40,9 @@ def _reachable(g):
     return dataclasses.replace(g, nodes=[n for n in g.nodes if n.name in live])
 
 
-def _nested(b, node, attr: str):
-    name = node.attrs.get(attr)
+def nested_function(b, node, name: str):
+    """The library function `name` a control flow node calls, without the
+    nodes its returns do not need."""
     g = b.library.get(name)
     if g is None:
         raise Unsupported(f"node '{node.name}' ({node.op}): function {name} is not in the "
@@ -90,7 +91,7 @@ def _result_type(b, x: Value, arg: Value, ret: Value, env) -> TensorType:
     return TensorType(x.dtype, shape)
 
 
-def _templates(b, xs: list, keep: list[list[bool]]) -> list[list]:
+def arg_templates(b, xs: list, keep: list[list[bool]]) -> list[list]:
     """The body's argument dims: where kept, the operand's (static, or a key
     shared by operand dims known equal), else a key of its own."""
     out = []
@@ -112,10 +113,10 @@ def _lower_body(b, node, xs: list, specs: list[dict]):
     keeps them, so that loop bodies see what straight-line code would;
     a dim the body changes is dropped and the body lowered again."""
     from ..frontend.lower import lower_with_env
-    g = _nested(b, node, "body")
+    g = nested_function(b, node, node.attrs.get("body"))
     keep = [[True] * x.type.rank for x in xs]
     for _ in range(MAX_BODY_ROUNDS):
-        dims = _templates(b, xs, keep)
+        dims = arg_templates(b, xs, keep)
         body, env = lower_with_env(g, specs, b.library, dims)
         changed = False
         for k, (a, r) in enumerate(zip(body.args, body.rets)):
@@ -127,7 +128,7 @@ def _lower_body(b, node, xs: list, specs: list[dict]):
                     changed = True
         if not changed:
             return body, env, dims
-    dims = _templates(b, xs, [[False] * x.type.rank for x in xs])
+    dims = arg_templates(b, xs, [[False] * x.type.rank for x in xs])
     body, env = lower_with_env(g, specs, b.library, dims)
     return body, env, dims
 
@@ -140,7 +141,8 @@ def lower_while(b, node, xs):
                               "resource")
     specs = [{"dtype": x.dtype.tf_enum, "rank": x.type.rank} for x in xs]
     body, env, dims = _lower_body(b, node, xs, specs)
-    cond, _ = lower_with_env(_nested(b, node, "cond"), specs, b.library, dims)
+    cond, _ = lower_with_env(nested_function(b, node, node.attrs.get("cond")), specs,
+                             b.library, dims)
     if len(cond.rets) != 1 or not cond.rets[0].dtype.is_bool or cond.rets[0].type.rank:
         raise Unsupported(f"node '{node.name}' ({node.op}): cond must return a bool scalar")
     if len(body.rets) != len(xs):

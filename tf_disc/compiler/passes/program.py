@@ -1,15 +1,16 @@
 """A function with control flow as a Program: straight-line Segments (each
 an isolated Func the standard pipeline compiles, fusion included) between
-Loops, whose cond and body are Programs themselves.
+Loops, whose cond and body are Programs themselves, and Branches (an `if`
+or `case`), whose every branch is a Program.
 
   func @f(%x) { %a = ...; %r = while(%a, ...) (cond, body); %y = ...(%r) }
   -> Program(args [%x], steps [Segment(%x -> %a), Loop(%r), Segment(%x, %r -> %y)])
 
-A segment takes the program's arguments, the results of every loop before
-it (so that each dim its ops name is read from one of its inputs) and the
-values it reads from earlier steps; it returns what later steps or the
-program return.  Constants and host dims tensors an earlier segment
-defines are recomputed (copied) instead of passed.  A loop variable the
+A segment takes the program's arguments, the results of every loop and
+branch before it (so that each dim its ops name is read from one of its
+inputs) and the values it reads from earlier steps; it returns what later
+steps or the program return.  Constants and host dims tensors an earlier
+segment defines are recomputed (copied) instead of passed.  A loop variable the
 body returns unchanged is an invariant: the body does not return it and
 the loop reuses the caller's buffer (weights are never copied per step).
 A TensorList the body only sets one row of (`list_set` of the variable,
@@ -51,10 +52,16 @@ class Loop:
 
 
 @dataclasses.dataclass
+class Branch:
+    op: Op                 # the `if` / `case` op (operands and results: the caller's)
+    branches: list["Program"]  # in op.funcs' order
+
+
+@dataclasses.dataclass
 class Program:
     name: str
     args: list[Value]
-    steps: list[Union[Segment, Loop]]
+    steps: list[Union[Segment, Loop, Branch]]
     rets: list[Value]
 
     def segments(self) -> list[Segment]:
@@ -63,8 +70,11 @@ class Program:
         for s in self.steps:
             if isinstance(s, Segment):
                 out.append(s)
-            else:
+            elif isinstance(s, Loop):
                 out += s.cond.segments() + s.body.segments()
+            else:
+                for p in s.branches:
+                    out += p.segments()
         return out
 
 
@@ -73,16 +83,16 @@ def has_control_flow(func: Func) -> bool:
 
 
 def split_program(func: Func) -> Program:
-    """func (verified IR, `while` ops at top level) as a Program."""
+    """func (verified IR, control flow ops at top level) as a Program."""
     chunks: list[list[Op]] = [[]]
-    loops: list[Op] = []
+    controls: list[Op] = []
     for op in func.ops:
         if spec(op.name).kind == "control":
-            loops.append(op)
+            controls.append(op)
             chunks.append([])
         else:
             chunks[-1].append(op)
-    # values read after each chunk: by later ops, loops and the returns
+    # values read after each chunk: by later ops, control flow and the returns
     later_reads: list[set[Value]] = []
     reads: set[Value] = set(func.rets)
     for i in range(len(chunks) - 1, -1, -1):
@@ -90,22 +100,24 @@ def split_program(func: Func) -> Program:
         for op in chunks[i]:
             reads.update(_reads(op))
         if i > 0:
-            reads.update(loops[i - 1].operands)
+            reads.update(controls[i - 1].operands)
     later_reads.reverse()
     defs: dict[Value, Op] = {op.results[0]: op for op in func.ops
                              if op.name in _RECOMPUTED}
-    # values that must be buffers: what loops and the caller receive
-    buffers = set(func.rets).union(*(op.operands for op in loops))
-    steps: list[Union[Segment, Loop]] = []
-    loop_results: list[Value] = []
+    # values that must be buffers: what control flow and the caller receive
+    buffers = set(func.rets).union(*(op.operands for op in controls))
+    steps: list[Union[Segment, Loop, Branch]] = []
+    control_results: list[Value] = []
     for i, chunk in enumerate(chunks):
-        seg = _segment(f"{func.name}.s{i}", chunk, func.args + loop_results, later_reads[i],
+        seg = _segment(f"{func.name}.s{i}", chunk, func.args + control_results, later_reads[i],
                        defs, buffers, func.rets)
         if seg is not None:
             steps.append(seg)
-        if i < len(loops):
-            steps.append(_loop(loops[i]))
-            loop_results += loops[i].results
+        if i < len(controls):
+            op = controls[i]
+            steps.append(_loop(op) if op.name == "while" else
+                         Branch(op, [split_program(f) for f in op.funcs]))
+            control_results += op.results
     return Program(func.name, list(func.args), steps, list(func.rets))
 
 
@@ -181,11 +193,14 @@ def _loop(op: Op) -> Loop:
 
 def map_segments(program: Program, fn: Callable[[Func], Func]) -> Program:
     """program with fn (a pipeline) applied to every segment's function."""
-    steps: list[Union[Segment, Loop]] = []
+    steps: list[Union[Segment, Loop, Branch]] = []
     for s in program.steps:
         if isinstance(s, Segment):
             steps.append(dataclasses.replace(s, func=fn(s.func)))
-        else:
+        elif isinstance(s, Loop):
             steps.append(dataclasses.replace(s, cond=map_segments(s.cond, fn),
                                              body=map_segments(s.body, fn)))
+        else:
+            steps.append(dataclasses.replace(s, branches=[map_segments(p, fn)
+                                                          for p in s.branches]))
     return dataclasses.replace(program, steps=steps)

@@ -52,11 +52,44 @@ bool ReadDeviceImage(void* library, DeviceImage* image, std::string* error) {
 ModuleTable::~ModuleTable() {
   if (driver_ == nullptr) return;
   for (auto& [context, loaded] : loaded_) {
+    if (loaded.module == nullptr) continue;
     // Work queued with these functions may still run: wait for it first.
     ScopedContext scope(*driver_, context);
     driver_->CtxSynchronize();
     driver_->ModuleUnload(loaded.module);
   }
+}
+
+ModuleTable::Loaded* ModuleTable::LoadLocked(const CudaDriver& driver, CUcontext context,
+                                             std::string* error) {
+  auto it = loaded_.find(context);
+  if (it != loaded_.end()) return &it->second;
+  Loaded l;
+  // A library without kernels (all its work on the host) has no image.
+  if (image_.kernels.empty()) return &loaded_.emplace(context, std::move(l)).first->second;
+  ScopedContext scope(driver, context);
+  if (!DriverCheck(driver, driver.ModuleLoadData(&l.module, image_.data),
+                   "cuModuleLoadData (is the image built for this GPU?)", error)) {
+    return nullptr;
+  }
+  for (const std::string& name : image_.kernels) {
+    CUfunction f = nullptr;
+    CUresult rc = driver.ModuleGetFunction(&f, l.module, name.c_str());
+    if (rc != CUDA_SUCCESS) {
+      *error = DriverErrorText(driver, rc, "cuModuleGetFunction " + name);
+      driver.ModuleUnload(l.module);
+      return nullptr;
+    }
+    l.functions.push_back(f);
+  }
+  l.smem_limit.assign(l.functions.size(), kDefaultSmemLimit);
+  driver_ = &driver;
+  return &loaded_.emplace(context, std::move(l)).first->second;
+}
+
+bool ModuleTable::Load(const CudaDriver& driver, CUcontext context, std::string* error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return LoadLocked(driver, context, error) != nullptr;
 }
 
 bool ModuleTable::Function(const CudaDriver& driver, CUcontext context, int32_t kernel,
@@ -67,29 +100,9 @@ bool ModuleTable::Function(const CudaDriver& driver, CUcontext context, int32_t 
     return false;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = loaded_.find(context);
-  if (it == loaded_.end()) {
-    ScopedContext scope(driver, context);
-    Loaded l;
-    if (!DriverCheck(driver, driver.ModuleLoadData(&l.module, image_.data),
-                     "cuModuleLoadData (is the image built for this GPU?)", error)) {
-      return false;
-    }
-    for (const std::string& name : image_.kernels) {
-      CUfunction f = nullptr;
-      CUresult rc = driver.ModuleGetFunction(&f, l.module, name.c_str());
-      if (rc != CUDA_SUCCESS) {
-        *error = DriverErrorText(driver, rc, "cuModuleGetFunction " + name);
-        driver.ModuleUnload(l.module);
-        return false;
-      }
-      l.functions.push_back(f);
-    }
-    l.smem_limit.assign(l.functions.size(), kDefaultSmemLimit);
-    driver_ = &driver;
-    it = loaded_.emplace(context, std::move(l)).first;
-  }
-  Loaded& l = it->second;
+  Loaded* loaded = LoadLocked(driver, context, error);
+  if (loaded == nullptr) return false;
+  Loaded& l = *loaded;
   if (smem > l.smem_limit[kernel]) {
     if (!DriverCheck(driver,
                      driver.FuncSetAttribute(l.functions[kernel],
@@ -218,13 +231,21 @@ bool CudaBackend::Gemm(const DiscGemmArgs& args, bool allow_tf32, CUstream strea
   LtGemmPlan plan;
   if (!PlanLtGemm(args, allow_tf32, &plan, error)) return false;
   if (plan.zero_fill) {
-    // k == 0: C is zeros; each stored row of each batch entry.
-    const size_t row = static_cast<size_t>(plan.m) * plan.element_bytes;
+    // k == 0: C is zeros, written as its longest contiguous runs: all of C
+    // when dense, each batch entry when its rows are, else each row.
+    const int64_t rows = static_cast<int64_t>(plan.n), cols = static_cast<int64_t>(plan.m);
+    const bool dense_rows = plan.ldc == cols;
+    const bool dense = dense_rows && (plan.batch == 1 || plan.stride_c == rows * cols);
+    const int64_t run = dense ? plan.batch * rows * cols : dense_rows ? rows * cols : cols;
+    const int64_t runs_per_batch = dense_rows ? 1 : rows;
     char* c = static_cast<char*>(plan.c);
-    for (int32_t b = 0; b < plan.batch; ++b) {
-      for (uint64_t r = 0; r < plan.n; ++r) {
-        const int64_t offset = b * plan.stride_c + static_cast<int64_t>(r) * plan.ldc;
-        if (!Memset(stream, c + offset * plan.element_bytes, 0, row, error)) return false;
+    for (int32_t b = 0; b < (dense ? 1 : plan.batch); ++b) {
+      for (int64_t r = 0; r < runs_per_batch; ++r) {
+        const int64_t offset = b * plan.stride_c + r * plan.ldc;
+        if (!Memset(stream, c + offset * plan.element_bytes, 0,
+                    static_cast<size_t>(run) * plan.element_bytes, error)) {
+          return false;
+        }
       }
     }
     return true;

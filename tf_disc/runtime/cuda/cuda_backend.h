@@ -46,6 +46,11 @@ class ModuleTable {
 
   int32_t kernel_count() const { return static_cast<int32_t>(image_.kernels.size()); }
 
+  // Loads the module into `context` unless it is there: false with *error
+  // when the image has no code for the context's GPU or lacks a kernel, so
+  // a caller can run something else before queuing any work.
+  bool Load(const CudaDriver& driver, CUcontext context, std::string* error);
+
   // Kernel `kernel` in `context`, able to take `smem` bytes of dynamic
   // shared memory (the opt-in attribute is raised once above 48 KiB).
   bool Function(const CudaDriver& driver, CUcontext context, int32_t kernel, uint32_t smem,
@@ -57,6 +62,9 @@ class ModuleTable {
     std::vector<CUfunction> functions;
     std::vector<uint32_t> smem_limit;  // dynamic smem each function may take
   };
+  // The module of `context`, loaded first when needed; null with *error.
+  // mu_ held.
+  Loaded* LoadLocked(const CudaDriver& driver, CUcontext context, std::string* error);
   const DeviceImage image_;
   const CudaDriver* driver_ = nullptr;  // the one that loaded the modules
   std::mutex mu_;

@@ -55,8 +55,9 @@ std::string ResolveGpuCallSite(tensorflow::OpKernelContext* ctx, GpuCallSite* si
   if (stream == nullptr) return "no GPU stream for the op";
   site->stream = static_cast<CUstream>(stream->platform_specific_handle().stream);
   if (site->stream == nullptr) return "the GPU stream is not a CUDA stream";
-  CUcontext context;
-  if (!site->backend->StreamContext(site->stream, &context, &site->device, &error)) return error;
+  if (!site->backend->StreamContext(site->stream, &site->context, &site->device, &error)) {
+    return error;
+  }
   DiscDeviceInfo info;
   if (!site->backend->DeviceInfo(site->device, &info, &error)) return error;
   site->arch = CudaArchName(info.cc_major, info.cc_minor);

@@ -19,6 +19,7 @@ namespace tf_disc {
 struct GpuCallSite {
   cuda::CudaBackend* backend = nullptr;
   CUstream stream = nullptr;
+  CUcontext context = nullptr;  // the stream's
   CUdevice device = 0;
   std::string arch;  // "sm_XY" of the device: the compile target and key
 };

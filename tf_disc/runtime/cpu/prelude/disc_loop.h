@@ -4,7 +4,8 @@
 // one of them with its outputs going to the caller's DiscBuffers (scratch
 // through rt->alloc_temp) instead of the op's outputs; disc_while loops
 // calling cond and body, carrying the loop variables' buffers from one
-// iteration to the next.
+// iteration to the next; disc_free_steps frees a program's step results
+// once its outputs are copied out.
 //
 // disc_call hands the callee a copy of the caller's DiscRuntime whose
 // alloc_output records into the innermost call's frame (a thread-local
@@ -17,7 +18,13 @@
 #include <cstdio>
 #include <cstring>
 
+// Generated code includes the prelude first, possibly precompiled
+// (compiler/build/precompiled.py): GCC then knows it by the folder of its
+// .gch, which holds no header to open again, so it is included only when
+// this header is used alone.
+#ifndef TF_DISC_RUNTIME_CPU_PRELUDE_DISC_PRELUDE_H_
 #include "cpu/prelude/disc_prelude.h"
+#endif
 #include "disc_abi.h"
 
 namespace {
@@ -82,6 +89,22 @@ inline int32_t disc_copy_output(const DiscRuntime* rt, int32_t index, const Disc
   if (p == nullptr && n > 0) return 1;
   if (n > 0) std::memcpy(p, src.data, size_t(n) * size_t(esize));
   return 0;
+}
+
+// Frees the scratch the num_steps buffers in steps hold (a program's step
+// results, its outputs already copied out), each data pointer once; one that
+// is among the program's num_in inputs is the caller's and stays.  A loop
+// body calling several steps so frees them per iteration instead of at the
+// end of the DiscLaunch call.
+inline void disc_free_steps(const DiscRuntime* rt, const DiscBuffer* steps, int32_t num_steps,
+                            const DiscBuffer* inputs, int32_t num_in) {
+  for (int32_t i = 0; i < num_steps; ++i) {
+    const void* p = steps[i].data;
+    bool keep = p == nullptr;
+    for (int32_t j = 0; !keep && j < num_in; ++j) keep = inputs[j].data == p;
+    for (int32_t j = 0; !keep && j < i; ++j) keep = steps[j].data == p;  // freed already
+    if (!keep) rt->free_temp(rt->ctx, steps[i].data);
+  }
 }
 
 // Most loop variables one loop carries.
