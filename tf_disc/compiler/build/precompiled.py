@@ -102,8 +102,9 @@ def ready_flags(directory: str, cxx: str, extra: tuple, header: str | None,
 def build_in_background(directory: str, cxx: str, extra: tuple, header: str | None,
                         timeout_s: float) -> None:
     """Starts building the precompiled `header` for these flags in
-    <directory>/pch/ unless one is ready or this process started it already."""
-    if not header or ready_flags(directory, cxx, extra, header, timeout_s):
+    <directory>/pch/ unless this process started it already (the caller
+    found none ready: ready_flags)."""
+    if not header:
         return
     key = pch_key(cxx, extra, header, timeout_s)
     with _lock:
@@ -130,6 +131,7 @@ def _build(key: str, root: str, cxx: str, extra: tuple, header: str, timeout_s: 
             log.info("precompiled header not built: %s", proc.stderr.strip()[:300])
             return
         os.chmod(tmp, 0o600)
+        _link_header(root, header)
         os.rename(tmp, gch)
         _temps.discard(tmp)
         tmp = None
@@ -142,6 +144,19 @@ def _build(key: str, root: str, cxx: str, extra: tuple, header: str, timeout_s: 
         if tmp:
             _remove(tmp)
             _temps.discard(tmp)
+
+
+def _link_header(root: str, header: str) -> None:
+    """<root>/<header> -> the real header, in place before the .gch is: GCC
+    knows a precompiled header by the folder it took the .gch from, so a
+    second #include of it (a runtime header including the prelude) opens the
+    header there, where its include guard makes it a no-op."""
+    link = os.path.join(root, header)
+    if os.path.islink(link):
+        return
+    tmp = link + f".{os.getpid()}.{threading.get_ident()}"
+    os.symlink(os.path.join(include_dir(), header), tmp)
+    os.replace(tmp, link)
 
 
 def wait_for_builds(timeout_s: float = 60.0) -> None:

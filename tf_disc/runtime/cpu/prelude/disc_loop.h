@@ -18,13 +18,7 @@
 #include <cstdio>
 #include <cstring>
 
-// Generated code includes the prelude first, possibly precompiled
-// (compiler/build/precompiled.py): GCC then knows it by the folder of its
-// .gch, which holds no header to open again, so it is included only when
-// this header is used alone.
-#ifndef TF_DISC_RUNTIME_CPU_PRELUDE_DISC_PRELUDE_H_
 #include "cpu/prelude/disc_prelude.h"
-#endif
 #include "disc_abi.h"
 
 namespace {
