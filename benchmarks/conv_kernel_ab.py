@@ -28,14 +28,7 @@ SOURCES = ["tf_disc/runtime/cpu/conv_direct.cc", "tf_disc/runtime/cpu/kernel_pol
 def build(tree: str, out: str) -> None:
     """The driver linked with `tree`'s conv_direct.cc (with the flags of this
     machine's kernel library, kernel_build.py)."""
-    import tensorflow as tf  # its Eigen headers
-
-    cmd = ["g++", *kernel_build.kernel_flags(), "-DNDEBUG", "-std=c++17",
-           "-Wno-interference-size",
-           "-I" + tree, "-I" + tf.sysconfig.get_include(), "-o", out,
-           os.path.join(ROOT, "benchmarks", "conv_kernel_driver.cc")]
-    cmd += [os.path.join(tree, s) for s in SOURCES] + ["-lpthread"]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    kernel_build.build_driver("conv_kernel_driver.cc", SOURCES, out, tree)
 
 
 def driver_args(layer: str, threads: int) -> List[str]:

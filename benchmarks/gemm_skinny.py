@@ -26,19 +26,20 @@ and ours takes 0.97-1.2x TF's time.
 """
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import tempfile
 import time
-from typing import Dict, List
+from typing import List
 
 import kernel_build
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCES = ["gemm.cc", "gemm_skinny.cc", "gemm_packed.cc", "gemm_bf16.cc", "kernel_policy.cc"]
+SOURCES = ["tf_disc/runtime/cpu/" + s for s in
+           ("gemm.cc", "gemm_skinny.cc", "gemm_packed.cc", "gemm_bf16.cc", "gemm_amx.cc",
+            "kernel_policy.cc")]
 # (k, n) of a BERT-base layer's weights: fused QKV, out proj, FFN up, down.
 SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768)]
 
@@ -46,21 +47,7 @@ SHAPES = [(768, 2304), (768, 768), (768, 3072), (3072, 768)]
 def build(tree: str, out: str) -> None:
     """The driver linked with `tree`'s runtime GEMM sources (with the flags of
     this machine's kernel library, kernel_build.py)."""
-    import tensorflow as tf  # its Eigen headers
-
-    cmd = ["g++", *kernel_build.kernel_flags(), "-DNDEBUG", "-std=c++17", "-w",
-           "-I" + tree,
-           "-I" + tf.sysconfig.get_include(), "-o", out,
-           os.path.join(ROOT, "benchmarks", "gemm_skinny_driver.cc")]
-    cmd += [os.path.join(tree, "tf_disc", "runtime", s) for s in SOURCES] + ["-lpthread"]
-    subprocess.run(cmd, check=True)
-
-
-def driver(exe: str, *args) -> Dict[str, float]:
-    """The driver's key=value output as floats."""
-    out = subprocess.run([exe, *map(str, args)], check=True, capture_output=True,
-                         text=True).stdout
-    return {k: float(v) for k, v in re.findall(r"(\w+/?\w*)=([-\d.e+]+)", out)}
+    kernel_build.build_driver("gemm_skinny_driver.cc", SOURCES, out, tree)
 
 
 def tf_ms(m: int, k: int, n: int, reps: int, threads: int) -> float:
@@ -107,7 +94,8 @@ def main() -> None:
         if args.check:
             print(subprocess.run([exe, "check"], capture_output=True, text=True).stdout.strip())
         for t in (1, 2):
-            print(f"stream read, {t} thread(s): {driver(exe, 'bw', t, 512)['GB/s']:.1f} GB/s")
+            gbs = kernel_build.run_driver(exe, "bw", t, 512)["GB/s"]
+            print(f"stream read, {t} thread(s): {gbs:.1f} GB/s")
         if not args.no_tf:
             import tensorflow as tf
             tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -115,7 +103,7 @@ def main() -> None:
         rows: List[List[str]] = []
         for k, n in SHAPES:
             for m in map(int, args.rows.split(",")):
-                r = driver(exe, "gemm", m, k, n, args.threads, args.reps)
+                r = kernel_build.run_driver(exe, "gemm", m, k, n, args.threads, args.reps)
                 line = [f"{m}x{k}x{n}", f"{r['ms']:.3f}", f"{r['GB/s']:.1f}", f"{r['GF/s']:.0f}"]
                 if not args.no_tf:
                     ms = tf_ms(m, k, n, max(5, args.reps // 4), args.threads)

@@ -34,52 +34,6 @@
 
 namespace {
 
-// Spinning workers (as TF's pool spins between regions): the caller runs
-// share 0, worker w share w + 1.
-class Pool {
- public:
-  explicit Pool(int threads) : threads_(threads) {
-    for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { Loop(w); });
-  }
-  ~Pool() {
-    stop_ = true;
-    epoch_.fetch_add(1);
-    for (auto& t : workers_) t.join();
-  }
-  void Run(const std::function<void(int)>& fn) {
-    fn_ = &fn;
-    pending_.store(threads_ - 1);
-    epoch_.fetch_add(1, std::memory_order_release);
-    fn(0);
-    while (pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-  }
-  int threads() const { return threads_; }
-
- private:
-  void Loop(int w) {
-    uint64_t seen = 0;
-    for (;;) {
-      uint64_t e;
-      while ((e = epoch_.load(std::memory_order_acquire)) == seen) std::this_thread::yield();
-      seen = e;
-      if (stop_) return;
-      (*fn_)(w);
-      pending_.fetch_sub(1, std::memory_order_release);
-    }
-  }
-  int threads_;
-  std::vector<std::thread> workers_;
-  std::atomic<uint64_t> epoch_{0};
-  std::atomic<int> pending_{0};
-  const std::function<void(int)>* fn_ = nullptr;
-  std::atomic<bool> stop_{false};
-};
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 int Bandwidth(int threads, int64_t mb) {
   const size_t n = size_t(mb) << 18;  // floats
   float* p = Filled(n, 7);

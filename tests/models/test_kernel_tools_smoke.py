@@ -67,3 +67,15 @@ def test_conv_kernel_ab_runs_and_checksums_agree():
                "--layer", "dw 1 8 16 3 1", "--layer", "conv 1 6 8 16 3 2")
     lines = [line for line in out.splitlines() if "B/A" in line]
     assert len(lines) == 2 and all("checksums agree" in line for line in lines), out
+
+
+def test_gemm_library_runs_and_agrees_with_mkl_where_installed():
+    """benchmarks/gemm_library.py builds its driver and times ours (and
+    oneMKL's sgemm where the mkl wheel is installed, whose product must
+    agree with ours)."""
+    out = _run("gemm_library.py", "--only", "bert proj T=32,4x4 2048", "--reps", "2", "--no-tf")
+    rows = [line for line in out.splitlines() if re.match(r"^(bert|resnet) ", line)]
+    assert len(rows) == 4, out  # two shapes, each printed as it runs and in the table
+    assert re.search(r"^geomean ours/mkl", out, re.M) or "mkl: not installed" in out, out
+    for diff in re.findall(r"\s(\d\.\de[-+]\d\d)\s", out):
+        assert float(diff) < 1e-4, out
