@@ -113,6 +113,13 @@ def loop_coverage(call: Callable[[], object]) -> coverage.Coverage:
     return cov
 
 
+def coverage_columns(cov: coverage.Coverage) -> dict:
+    """A row's coverage, launches and left_in_tf columns."""
+    left = ",".join(f"{op}:{n}" for op, n in cov.outside.most_common()) or "none"
+    return {"coverage": f"{100 * cov.share:.1f}%", "launches": len(cov.launches),
+            "left_in_tf": left}
+
+
 def stock_ops(fn: Callable, x) -> int:
     """Compute ops stock TF runs for one call (post-optimization graphs,
     the lowered loop's frame ops included)."""
@@ -120,46 +127,50 @@ def stock_ops(fn: Callable, x) -> int:
     return sum(n.op not in coverage.NOT_COMPUTE for g in graphs for n in g.node)
 
 
+def cold_and_steady(label: str, fresh: Callable[[], Callable],
+                    run_pass: Callable[[Callable], List[np.ndarray]], repeats: int) -> dict:
+    """One model's row: cold passes of stock TF (fresh(), disabled), ours
+    compiling synchronously and ours_async, each checked against stock TF's
+    outputs; then steady passes of TF and ours interleaved (medians)."""
+    modes.configure_disc(False)
+    tf_fn = fresh()
+    start = time.perf_counter()
+    want = run_pass(tf_fn)
+    cold_tf = time.perf_counter() - start
+    row = {"model": label, "cold_tf_s": cold_tf}
+    for name, async_compile in (("ours", False), ("ours_async", True)):
+        modes.configure_disc(True, async_compile=async_compile)
+        start = time.perf_counter()
+        got = run_pass(fresh())
+        row[f"cold_{name}_s"] = time.perf_counter() - start
+        row[f"cold_tf/{name}"] = cold_tf / row[f"cold_{name}_s"]
+        err = max(float(np.max(np.abs(g - w))) if g.size else 0.0 for g, w in zip(got, want))
+        assert err < 1e-3, f"{label} {name}: max abs error {err}"
+        if name == "ours":
+            row["compiles"] = modes.disc_compiles()
+            row["fallbacks"] = sum(modes.disc_fallbacks().values())
+            row["max_abs_err"] = err
+    modes.wait_for_async_compiles()
+    modes.configure_disc(True)  # steady state: synchronous, executables in memory
+    ours_fn = fresh()
+    run_pass(ours_fn)
+    steady = interleaved_medians({"tf": lambda: run_pass(tf_fn),
+                                  "ours": lambda: run_pass(ours_fn)}, repeats)
+    row["steady_tf_ms"] = 1e3 * steady["tf"]
+    row["steady_ours_ms"] = 1e3 * steady["ours"]
+    row["steady_tf/ours"] = steady["tf"] / steady["ours"]
+    return row
+
+
 def bench(cell: str, args) -> dict:
     model = make_model(cell, args.vocab, args.embed, args.units)
     reqs = requests(args.requests, args.vocab)
     modes.configure_disc(False)
     stock_compute_ops = stock_ops(_fresh(model), reqs[0])
-    tf_fn = _fresh(model)
-    start = time.perf_counter()
-    want = _pass(tf_fn, reqs)
-    cold_tf = time.perf_counter() - start
-    row = {"model": cell, "cold_tf_s": cold_tf}
-    ours_fn = None
-    for name, async_compile in (("ours", False), ("ours_async", True)):
-        modes.configure_disc(True, async_compile=async_compile)
-        fn = _fresh(model)
-        start = time.perf_counter()
-        got = _pass(fn, reqs)
-        row[f"cold_{name}_s"] = time.perf_counter() - start
-        row[f"cold_tf/{name}"] = cold_tf / row[f"cold_{name}_s"]
-        err = max(float(np.max(np.abs(g - w))) if g.size else 0.0 for g, w in zip(got, want))
-        assert err < 1e-3, f"{cell} {name}: max abs error {err}"
-        if name == "ours":
-            row["compiles"] = modes.disc_compiles()
-            row["max_abs_err"] = err
-            ours_fn = fn
-    import blade_disc_tf as disc
-    disc.wait_for_compiles(600)
-    modes.configure_disc(True)  # steady state: synchronous, executables in memory
-    ours_fn = _fresh(model)
-    _pass(ours_fn, reqs)
-    steady = interleaved_medians({"tf": lambda: _pass(tf_fn, reqs),
-                                  "ours": lambda: _pass(ours_fn, reqs)}, args.repeats)
-    row["steady_tf_ms"] = 1e3 * steady["tf"]
-    row["steady_ours_ms"] = 1e3 * steady["ours"]
-    row["steady_tf/ours"] = steady["tf"] / steady["ours"]
+    row = cold_and_steady(cell, lambda: _fresh(model), lambda fn: _pass(fn, reqs), args.repeats)
     modes.configure_disc(True)
-    cov = loop_coverage(lambda: _fresh(model)(reqs[0]))
-    row["coverage"] = f"{100 * cov.share:.1f}%"
-    row["launches"] = len(cov.launches)
     row["stock_tf_ops"] = stock_compute_ops
-    row["left_in_tf"] = ",".join(f"{op}:{n}" for op, n in cov.outside.most_common()) or "none"
+    row.update(coverage_columns(loop_coverage(lambda: _fresh(model)(reqs[0]))))
     return row
 
 

@@ -19,8 +19,8 @@ from tensorflow.core.framework import graph_pb2
 from tensorflow.python.eager import context
 
 # Bookkeeping, not compute: the share is over everything else.
-NOT_COMPUTE = frozenset({"Const", "_EagerConst", "Identity", "NoOp", "_Arg", "_Retval",
-                         "_DeviceArg", "_DeviceRetval",
+NOT_COMPUTE = frozenset({"Const", "_EagerConst", "Identity", "IdentityN", "NoOp",
+                         "_Arg", "_Retval", "_DeviceArg", "_DeviceRetval",
                          "ReadVariableOp", "VarHandleOp", "DiscLaunch"})
 
 

@@ -237,3 +237,30 @@ def test_variables_read_in_branches_are_read_before_the_cond(disc, tmp_path):
         for p in (True, False):
             np.testing.assert_allclose(f(x, p).numpy(), ref(x, p).numpy(), rtol=1e-5, atol=1e-5)
     _assert_compiled_once(disc)
+
+
+def test_variables_read_in_a_cond_inside_a_while_body(disc, tmp_path):
+    """A loop body passing weights to a tf.cond that reads them: the reads
+    move before the conditional (in the body), then before the loop, and
+    the loop with its conditional compiles whole, seeing later assignments."""
+    rng = np.random.default_rng(5)
+    w = tf.Variable(rng.standard_normal((4, 4)).astype(np.float32) * 0.5)
+    v = tf.Variable(rng.standard_normal((4, 4)).astype(np.float32) * 0.5)
+
+    def fn(x, n):
+        def body(i, h):
+            h = tf.cond(i % 2 == 0, lambda: tf.tanh(tf.matmul(h, w)), lambda: tf.matmul(h, v) - h)
+            return i + 1, h
+
+        return tf.while_loop(lambda i, h: i < n, body, [tf.constant(0), x])[1]
+
+    sig = [tf.TensorSpec([None, 4], F), tf.TensorSpec([], tf.int32)]
+    f, ref = _compiled_and_stock(disc, tmp_path, fn, sig, [np.ones((2, 4), np.float32), 3],
+                                 "while")
+    for k, rows in enumerate((0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 1, 7, 4, 9, 2, 6, 11, 16, 30, 64)):
+        if k == 10:
+            v.assign(v * -1.5)
+        x = rng.standard_normal((rows, 4)).astype(np.float32)
+        n = k % 6
+        np.testing.assert_allclose(f(x, n).numpy(), ref(x, n).numpy(), rtol=1e-4, atol=1e-5)
+    _assert_compiled_once(disc)

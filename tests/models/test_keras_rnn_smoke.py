@@ -1,6 +1,7 @@
-"""benchmarks/keras_rnn.py at toy sizes prints its table (a smoke test: no
-speed is asserted, but each Keras RNN must be one DiscLaunch compiled once,
-with every compute op inside it)."""
+"""The control-flow benchmarks (keras_rnn.py, decode_while.py,
+conditionals.py) at toy sizes print their tables (smoke tests: no speed is
+asserted, but each model must be one DiscLaunch compiled once, with every
+compute op inside it)."""
 import os
 import subprocess
 import sys
@@ -37,3 +38,20 @@ def test_decode_while_prints_table(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = table_rows(proc.stdout, "Greedy decode in one tf.while_loop")
     assert rows["ours"]["compiles"] == "1" and rows["tf"]["compiles"] == "0", proc.stdout
+
+
+def test_conditionals_prints_table(tmp_path):
+    """benchmarks/conditionals.py at toy sizes: tf.cond, tf.switch_case and a
+    cond reading weights inside a while body, each one compile with every
+    compute op inside it."""
+    env = dict(os.environ, DISC_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "conditionals.py"),
+                           "--requests", "3", "--repeats", "1", "--width", "16"],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = table_rows(proc.stdout, "conditionals, width 16")
+    for model in ("gated", "switch", "loop"):
+        row = rows[model]
+        assert row["compiles"] == "1" and row["launches"] == "1", proc.stdout
+        assert row["coverage"] == "100.0%" and row["left_in_tf"] == "none", proc.stdout
+        assert row["fallbacks"] == "0" and float(row["max_abs_err"]) < 1e-3, proc.stdout

@@ -6,6 +6,7 @@
 #include "tf_disc/grappler/clustering.h"
 #include "tf_disc/grappler/defuse.h"
 #include "tf_disc/grappler/loop_support.h"
+#include "tf_disc/grappler/read_hoisting.h"
 #include "tf_disc/grappler/static_facts.h"
 
 namespace tf_disc {

@@ -23,9 +23,6 @@ using tensorflow::NodeDef;
 // recursion).
 constexpr int kMaxLoopDepth = 8;
 
-// The name suffix of a function copy HoistInvariantReads makes.
-constexpr char kValuesSuffix[] = "_disc_values";
-
 // The node a FunctionDef input reference names ("arg", "node:out:i", "^n").
 std::string RefNode(const std::string& ref) {
   std::string s = !ref.empty() && ref[0] == '^' ? ref.substr(1) : ref;
@@ -37,18 +34,11 @@ const AttrValue* Attr(const NodeDef& node, const char* name) {
   return it == node.attr().end() ? nullptr : &it->second;
 }
 
+}  // namespace
+
 std::string FuncAttr(const NodeDef& node, const char* name) {
   const AttrValue* a = Attr(node, name);
   return a != nullptr && a->has_func() ? a->func().name() : "";
-}
-
-// Loop variable k is passed through unchanged by the body.
-bool Invariant(const FunctionDef& body, int k) {
-  if (k >= body.signature().input_arg_size() || k >= body.signature().output_arg_size()) {
-    return false;
-  }
-  auto it = body.ret().find(body.signature().output_arg(k).name());
-  return it != body.ret().end() && it->second == body.signature().input_arg(k).name();
 }
 
 // The nodes of f reading argument `arg` (data or control), by index.
@@ -65,17 +55,6 @@ std::vector<int> ArgReaders(const FunctionDef& f, const std::string& arg) {
   return out;
 }
 
-// Resource loop variable k can be read once before the loop: the body
-// carries it unchanged and only ReadVariableOp reads it; cond ignores it.
-bool HoistableResource(const FunctionDef& cond, const FunctionDef& body, int k) {
-  if (!Invariant(body, k) || k >= cond.signature().input_arg_size()) return false;
-  if (!ArgReaders(cond, cond.signature().input_arg(k).name()).empty()) return false;
-  for (int i : ArgReaders(body, body.signature().input_arg(k).name())) {
-    if (body.node_def(i).op() != "ReadVariableOp") return false;
-  }
-  return true;
-}
-
 // A list(type) attr's types: a loop's "T", a conditional's "Tin"/"Tout".
 std::vector<DataType> TypesAttr(const NodeDef& node, const char* name) {
   std::vector<DataType> out;
@@ -85,37 +64,7 @@ std::vector<DataType> TypesAttr(const NodeDef& node, const char* name) {
   return out;
 }
 
-bool HasType(const tensorflow::DataTypeVector& types, DataType t) {
-  for (DataType x : types) {
-    if (x == t) return true;
-  }
-  return false;
-}
-
-std::string CheckFunction(const FunctionDef& f, const std::set<std::string>& readable,
-                          const FunctionLookup& lookup, const SupportTable& table,
-                          int depth);
-
-std::string CheckLoop(const NodeDef& node, const FunctionLookup& lookup,
-                      const SupportTable& table, int depth) {
-  if (depth > kMaxLoopDepth) return "control flow nested too deep";
-  const FunctionDef* cond = lookup(FuncAttr(node, "cond"));
-  const FunctionDef* body = lookup(FuncAttr(node, "body"));
-  if (cond == nullptr || body == nullptr) return "cond or body function not found";
-  std::set<std::string> readable;  // body args ReadVariableOp may read
-  const std::vector<DataType> types = TypesAttr(node, "T");
-  for (size_t k = 0; k < types.size(); ++k) {
-    if (types[k] != tensorflow::DT_RESOURCE) continue;
-    if (depth > 0 || !HoistableResource(*cond, *body, static_cast<int>(k))) {
-      return "loop variable " + std::to_string(k) + " is a resource the loop changes or "
-             "passes on";
-    }
-    readable.insert(body->signature().input_arg(k).name());
-  }
-  std::string why = CheckFunction(*cond, {}, lookup, table, depth);
-  if (why.empty()) why = CheckFunction(*body, readable, lookup, table, depth);
-  return why;
-}
+namespace {
 
 // The branch functions of an If (then, else) or a Case (branches).
 std::vector<std::string> BranchNames(const NodeDef& node) {
@@ -128,6 +77,8 @@ std::vector<std::string> BranchNames(const NodeDef& node) {
   }
   return out;
 }
+
+}  // namespace
 
 // Branch argument k (Tin index) read only by ReadVariableOps in every
 // branch: the dtype they read; DT_INVALID when a branch does anything else
@@ -160,12 +111,89 @@ std::vector<const FunctionDef*> BranchFunctions(const NodeDef& node,
   return out;
 }
 
+namespace {
+
+// Loop variable k is passed through unchanged by the body.
+bool Invariant(const FunctionDef& body, int k) {
+  if (k >= body.signature().input_arg_size() || k >= body.signature().output_arg_size()) {
+    return false;
+  }
+  auto it = body.ret().find(body.signature().output_arg(k).name());
+  return it != body.ret().end() && it->second == body.signature().input_arg(k).name();
+}
+
+// The conditional `node` passes resource `arg` only to branch arguments
+// that every branch only reads (read_hoisting.cc reads it before the
+// conditional, in the function holding it).
+bool OnlyBranchesRead(const NodeDef& node, const std::string& arg, const FunctionLookup& lookup) {
+  const std::vector<const FunctionDef*> branches = BranchFunctions(node, lookup);
+  if (branches.empty()) return false;
+  for (int p = 0; p < node.input_size(); ++p) {
+    if (RefNode(node.input(p)) != arg) continue;
+    if (p == 0 || node.input(p)[0] == '^' ||
+        ReadOnlyResourceType(branches, p - 1) == tensorflow::DT_INVALID) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Resource loop variable k can be read once before the loop: the body
+// carries it unchanged and only reads it (ReadVariableOp, or conditionals
+// whose branches only read it); cond ignores it.
+bool HoistableResource(const FunctionDef& cond, const FunctionDef& body, int k,
+                       const FunctionLookup& lookup) {
+  if (!Invariant(body, k) || k >= cond.signature().input_arg_size()) return false;
+  if (!ArgReaders(cond, cond.signature().input_arg(k).name()).empty()) return false;
+  const std::string& arg = body.signature().input_arg(k).name();
+  for (int i : ArgReaders(body, arg)) {
+    const NodeDef& n = body.node_def(i);
+    if (n.op() == "ReadVariableOp") continue;
+    if (!IsFunctionalConditional(n.op()) || !OnlyBranchesRead(n, arg, lookup)) return false;
+  }
+  return true;
+}
+
+bool HasType(const tensorflow::DataTypeVector& types, DataType t) {
+  for (DataType x : types) {
+    if (x == t) return true;
+  }
+  return false;
+}
+
+std::string CheckFunction(const FunctionDef& f, const std::set<std::string>& readable,
+                          const FunctionLookup& lookup, const SupportTable& table,
+                          int depth);
+
+std::string CheckLoop(const NodeDef& node, const FunctionLookup& lookup,
+                      const SupportTable& table, int depth) {
+  if (depth > kMaxLoopDepth) return "control flow nested too deep";
+  const FunctionDef* cond = lookup(FuncAttr(node, "cond"));
+  const FunctionDef* body = lookup(FuncAttr(node, "body"));
+  if (cond == nullptr || body == nullptr) return "cond or body function not found";
+  std::set<std::string> readable;  // body args ReadVariableOp may read
+  const std::vector<DataType> types = TypesAttr(node, "T");
+  for (size_t k = 0; k < types.size(); ++k) {
+    if (types[k] != tensorflow::DT_RESOURCE) continue;
+    if (depth > 0 || !HoistableResource(*cond, *body, static_cast<int>(k), lookup)) {
+      return "loop variable " + std::to_string(k) + " is a resource the loop changes or "
+             "passes on";
+    }
+    readable.insert(body->signature().input_arg(k).name());
+  }
+  std::string why = CheckFunction(*cond, {}, lookup, table, depth);
+  if (why.empty()) why = CheckFunction(*body, readable, lookup, table, depth);
+  return why;
+}
+
 // The table admits the conditional's attrs (an If's predicate is a bool),
-// its inputs are tensors or, at top level, resources the branches only read
-// (HoistInvariantReads reads them before it), its outputs tensors of a known
+// its inputs are tensors or resources the branches only read (at top level,
+// or nested where the enclosing function may read that resource: `outer`;
+// HoistInvariantReads reads them before it), its outputs tensors of a known
 // rank (no resource, no TensorList), and every op of every branch qualifies.
 std::string CheckConditional(const NodeDef& node, const FunctionLookup& lookup,
-                             const SupportTable& table, int depth) {
+                             const SupportTable& table, int depth,
+                             const std::set<std::string>& outer) {
   if (depth > kMaxLoopDepth) return "control flow nested too deep";
   const tensorflow::OpDef* op_def = nullptr;
   if (!table.HasOp(node.op()) ||
@@ -181,8 +209,11 @@ std::string CheckConditional(const NodeDef& node, const FunctionLookup& lookup,
   for (size_t k = 0; k < in.size(); ++k) {
     if (in[k] == tensorflow::DT_VARIANT) return "Tin holds a TensorList";
     if (in[k] != tensorflow::DT_RESOURCE) continue;
-    if (depth > 0 || ReadOnlyResourceType(branches, static_cast<int>(k)) ==
-                         tensorflow::DT_INVALID) {
+    const bool readable_here =
+        depth == 0 || (k + 1 < static_cast<size_t>(node.input_size()) &&
+                       outer.count(RefNode(node.input(static_cast<int>(k) + 1))) > 0);
+    if (!readable_here || ReadOnlyResourceType(branches, static_cast<int>(k)) ==
+                              tensorflow::DT_INVALID) {
       return "branch argument " + std::to_string(k) + " is a resource a branch does more "
              "with than read";
     }
@@ -226,7 +257,9 @@ std::string CheckNode(const NodeDef& n, const std::set<std::string>& readable,
                  "nor a conditional's argument";
   }
   if (IsFunctionalLoop(op)) return CheckLoop(n, lookup, table, depth + 1);
-  if (IsFunctionalConditional(op)) return CheckConditional(n, lookup, table, depth + 1);
+  if (IsFunctionalConditional(op)) {
+    return CheckConditional(n, lookup, table, depth + 1, readable);
+  }
   const tensorflow::OpDef* op_def = nullptr;
   if (!tensorflow::OpRegistry::Global()->LookUpOpDef(op, &op_def).ok()) {
     return op + " (a function call)";
@@ -269,48 +302,6 @@ std::string CheckFunction(const FunctionDef& f, const std::set<std::string>& rea
   return "";
 }
 
-// f with arguments `types` (by index) taken as values of those types
-// instead of resources: their ReadVariableOps become Identity.  A loop's
-// cond and body (`carried`) return the same type for each.
-FunctionDef WithValues(const FunctionDef& f, const std::map<int, DataType>& types,
-                       const std::string& name, bool carried) {
-  FunctionDef g = f;
-  g.mutable_signature()->set_name(name);
-  std::set<std::string> args;
-  for (const auto& kv : types) {
-    g.mutable_signature()->mutable_input_arg(kv.first)->set_type(kv.second);
-    if (carried && kv.first < g.signature().output_arg_size()) {
-      g.mutable_signature()->mutable_output_arg(kv.first)->set_type(kv.second);
-    }
-    g.mutable_arg_attr()->erase(kv.first);
-    g.mutable_resource_arg_unique_id()->erase(kv.first);
-    args.insert(g.signature().input_arg(kv.first).name());
-  }
-  std::set<std::string> reads;
-  for (NodeDef& n : *g.mutable_node_def()) {
-    if (n.op() != "ReadVariableOp" || n.input_size() == 0 || !args.count(n.input(0))) continue;
-    const DataType t = n.attr().at("dtype").type();
-    n.set_op("Identity");
-    n.mutable_attr()->erase("dtype");
-    (*n.mutable_attr())["T"].set_type(t);
-    reads.insert(n.name());
-  }
-  // ReadVariableOp's output is "value", Identity's "output".
-  auto rename = [&reads](std::string* ref) {
-    const size_t colon = ref->find(':');
-    if (colon == std::string::npos || !reads.count(ref->substr(0, colon))) return;
-    const std::string rest = ref->substr(colon);
-    if (rest.rfind(":value:", 0) == 0) {
-      *ref = ref->substr(0, colon) + ":output:" + rest.substr(7);
-    }
-  };
-  for (NodeDef& n : *g.mutable_node_def()) {
-    for (std::string& in : *n.mutable_input()) rename(&in);
-  }
-  for (auto& kv : *g.mutable_ret()) rename(&kv.second);
-  return g;
-}
-
 }  // namespace
 
 FunctionLookup LibraryLookup(const tensorflow::FunctionDefLibrary& library) {
@@ -338,125 +329,12 @@ std::string ControlFlowRejectReason(const NodeDef& node, const FunctionLookup& l
                                     const SupportTable& table) {
   if (!table.HasOp(node.op())) return node.op();
   return IsFunctionalLoop(node.op()) ? CheckLoop(node, lookup, table, 0)
-                                     : CheckConditional(node, lookup, table, 0);
+                                     : CheckConditional(node, lookup, table, 0, {});
 }
 
 bool MayCarryList(const std::string& op, const SupportTable& table) {
   return (op.rfind("TensorList", 0) == 0 && table.HasOp(op)) || IsFunctionalLoop(op) ||
          op == "Identity" || op == "IdentityN";
-}
-
-namespace {
-
-// A ReadVariableOp of node's input `input` (a resource), ordered after what
-// node waits for.
-NodeDef ReadBefore(const NodeDef& node, int input, DataType dtype) {
-  NodeDef read;
-  read.set_name(node.name() + "/disc_read_" + std::to_string(input));
-  read.set_op("ReadVariableOp");
-  read.set_device(node.device());
-  read.add_input(node.input(input));
-  for (const std::string& in : node.input()) {
-    if (!in.empty() && in[0] == '^') read.add_input(in);
-  }
-  (*read.mutable_attr())["dtype"].set_type(dtype);
-  return read;
-}
-
-// The reads of the qualifying loop `node`'s invariant resources, moved
-// before it (see HoistInvariantReads); false when it has none.
-bool HoistLoopReads(const FunctionLookup& lookup, const std::unordered_set<std::string>& used,
-                    NodeDef* node, std::vector<FunctionDef>* added, std::vector<NodeDef>* reads) {
-  const FunctionDef* cond = lookup(FuncAttr(*node, "cond"));
-  const FunctionDef* body = lookup(FuncAttr(*node, "body"));
-  std::vector<DataType> types = TypesAttr(*node, "T");
-  std::map<int, DataType> values;
-  for (size_t k = 0; k < types.size(); ++k) {
-    const bool passed_on = used.count(node->name() + ":" + std::to_string(k)) > 0;
-    if (types[k] != tensorflow::DT_RESOURCE || passed_on) continue;
-    for (int i : ArgReaders(*body, body->signature().input_arg(k).name())) {
-      values[static_cast<int>(k)] = body->node_def(i).attr().at("dtype").type();
-    }
-  }
-  if (values.empty()) return false;
-  for (const FunctionDef* f : {cond, body}) {
-    added->push_back(WithValues(*f, values, f->signature().name() + kValuesSuffix, true));
-  }
-  for (const auto& kv : values) {
-    reads->push_back(ReadBefore(*node, kv.first, kv.second));
-    node->set_input(kv.first, reads->back().name());
-    node->mutable_attr()->at("T").mutable_list()->set_type(kv.first, kv.second);
-  }
-  node->mutable_attr()->erase("_read_only_resource_inputs");
-  (*node->mutable_attr())["cond"].mutable_func()->set_name(
-      added->at(added->size() - 2).signature().name());
-  (*node->mutable_attr())["body"].mutable_func()->set_name(added->back().signature().name());
-  return true;
-}
-
-// The same for the qualifying conditional `node`: every resource argument
-// is read before it (its input k + 1: the predicate or index comes first).
-bool HoistConditionalReads(const FunctionLookup& lookup, NodeDef* node,
-                           std::vector<FunctionDef>* added, std::vector<NodeDef>* reads) {
-  const std::vector<const FunctionDef*> branches = BranchFunctions(*node, lookup);
-  const std::vector<DataType> types = TypesAttr(*node, "Tin");
-  std::map<int, DataType> values;
-  for (size_t k = 0; k < types.size(); ++k) {
-    if (types[k] == tensorflow::DT_RESOURCE) {
-      values[static_cast<int>(k)] = ReadOnlyResourceType(branches, static_cast<int>(k));
-    }
-  }
-  if (values.empty()) return false;
-  std::vector<std::string> names;
-  for (const FunctionDef* f : branches) {
-    added->push_back(WithValues(*f, values, f->signature().name() + kValuesSuffix, false));
-    names.push_back(added->back().signature().name());
-  }
-  for (const auto& kv : values) {
-    reads->push_back(ReadBefore(*node, kv.first + 1, kv.second));
-    node->set_input(kv.first + 1, reads->back().name());
-    node->mutable_attr()->at("Tin").mutable_list()->set_type(kv.first, kv.second);
-  }
-  node->mutable_attr()->erase("_read_only_resource_inputs");
-  if (node->attr().count("branches")) {
-    auto* fs = (*node->mutable_attr())["branches"].mutable_list()->mutable_func();
-    for (int i = 0; i < fs->size(); ++i) fs->Mutable(i)->set_name(names[i]);
-  } else {
-    (*node->mutable_attr())["then_branch"].mutable_func()->set_name(names[0]);
-    (*node->mutable_attr())["else_branch"].mutable_func()->set_name(names[1]);
-  }
-  return true;
-}
-
-}  // namespace
-
-int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph) {
-  FunctionLookup lookup = LibraryLookup(graph->library());
-  std::unordered_set<std::string> used_outputs;  // "node:port" read by anything
-  for (const NodeDef& n : graph->node()) {
-    for (const std::string& in : n.input()) used_outputs.insert(in);
-  }
-  std::vector<FunctionDef> added;
-  std::vector<NodeDef> reads;
-  int changed = 0;
-  for (NodeDef& node : *graph->mutable_node()) {
-    if (!IsFunctionalControlFlow(node.op()) ||
-        !ControlFlowRejectReason(node, lookup, table).empty()) {
-      continue;
-    }
-    changed += IsFunctionalLoop(node.op())
-                   ? HoistLoopReads(lookup, used_outputs, &node, &added, &reads)
-                   : HoistConditionalReads(lookup, &node, &added, &reads);
-  }
-  std::unordered_set<std::string> names;
-  for (const FunctionDef& f : graph->library().function()) names.insert(f.signature().name());
-  for (FunctionDef& f : added) {
-    if (names.insert(f.signature().name()).second) {
-      *graph->mutable_library()->add_function() = std::move(f);
-    }
-  }
-  for (NodeDef& r : reads) *graph->add_node() = std::move(r);
-  return changed;
 }
 
 namespace {

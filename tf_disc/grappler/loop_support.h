@@ -7,7 +7,7 @@
 // A loop qualifies when every op of its cond and body (nested control flow
 // included) is one the support table admits, a TensorList op, plumbing
 // (Identity, NoOp, Const), or a ReadVariableOp of a resource the loop
-// carries unchanged, which HoistInvariantReads moves before the loop.  A
+// carries unchanged, which HoistInvariantReads (read_hoisting.h) moves before the loop.  A
 // conditional qualifies when its predicate is a bool (If) and every op of
 // every branch is admitted the same way, a resource among its inputs only
 // read (ReadVariableOp, moved before it too), no TensorList among its inputs
@@ -22,6 +22,7 @@
 
 #include "tensorflow/core/framework/function.pb.h"
 #include "tensorflow/core/framework/graph.pb.h"
+#include "tensorflow/core/framework/types.pb.h"
 #include "tf_disc/grappler/control_flow_info.h"
 #include "tf_disc/grappler/support_table.h"
 
@@ -41,17 +42,26 @@ bool IsFunctionalControlFlow(const std::string& op);
 std::string ControlFlowRejectReason(const tensorflow::NodeDef& node,
                                     const FunctionLookup& lookup, const SupportTable& table);
 
+// Queries on control-flow nodes and their functions (also used by
+// read_hoisting.h).
+// A function attr's function name ("" when absent).
+std::string FuncAttr(const tensorflow::NodeDef& node, const char* name);
+// A list(type) attr's types: a loop's "T", a conditional's "Tin"/"Tout".
+std::vector<tensorflow::DataType> TypesAttr(const tensorflow::NodeDef& node, const char* name);
+// The nodes of f reading argument `arg` (data or control), by index.
+std::vector<int> ArgReaders(const tensorflow::FunctionDef& f, const std::string& arg);
+// The branch functions of a conditional; empty when one is missing.
+std::vector<const tensorflow::FunctionDef*> BranchFunctions(const tensorflow::NodeDef& node,
+                                                            const FunctionLookup& lookup);
+// Branch argument k (Tin index) read only by ReadVariableOps in every
+// branch: the dtype they read; DT_INVALID when a branch does anything else
+// with it, or none reads it.
+tensorflow::DataType ReadOnlyResourceType(
+    const std::vector<const tensorflow::FunctionDef*>& branches, int k);
+
 // Whether a node of this op may have DT_VARIANT inputs or outputs in a
 // cluster (TensorList ops the table admits, loops, Identity).
 bool MayCarryList(const std::string& op, const SupportTable& table);
-
-// In every qualifying loop of `graph`, reads of a resource the loop carries
-// unchanged move before the loop: a ReadVariableOp there (after the loop's
-// control inputs), the loop carries the value, its cond and body become
-// copies (added to the library) with Identity for the reads.  A qualifying
-// conditional's resource arguments are read before it the same way.
-// Returns how many loops and conditionals changed.
-int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph);
 
 // (src, dst) node indices of the indexed graph's DT_VARIANT data edges:
 // found once per graph, then read by the two functions below every round.
