@@ -93,3 +93,20 @@ def test_column_broadcast_keeps_the_strided_loop(tmp_path):
     c = np.array([[1.0], [2.0], [3.0]], np.float32)
     (got,) = exe([x, c], [np.float32])
     np.testing.assert_allclose(got, broadcast_cols(x, c).numpy(), rtol=1e-6)
+
+
+def lstm_gates(z, c):            # column blocks of [B, 4H]: views with row stride 4H
+    i, f, g, o = tf.split(z, 4, axis=1)
+    c2 = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+    return c2, tf.sigmoid(o) * tf.tanh(c2)
+
+
+def test_column_block_views_take_the_row_loop():
+    """With the width known, the gates are views of column blocks read as
+    strided loads contiguous along rows: no multi-index read and no strided
+    loop compiled (results: tests/e2e/test_split_reverse.py)."""
+    specs = [tf.TensorSpec([None, None], F), tf.TensorSpec([None, None], F)]
+    src = _source(lstm_gates, specs, [[-1, 64], [-1, 16]])
+    gates = src[src.index("disc_logistic"):]
+    assert "c.p0[int64_t(32) + o" in gates and "+ idx[1]" not in gates
+    assert _general_loops(src) == 0

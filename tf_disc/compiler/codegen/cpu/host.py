@@ -126,7 +126,7 @@ def _launch_dims(op: Op, k: KernelInfo, dn: DimNames) -> tuple[list[str], list[s
     dims = [dn(d) for d in op.results[0].shape]
     hostvals = [dn(d) for d in k.hostvals]
     for ld in k.loads:
-        for d in ld.source.shape:
+        for d in ld.view.attrs["strides"] if ld.view is not None else ld.source.shape:
             dn(d)
     return dims, hostvals
 
@@ -150,6 +150,13 @@ def _launch(op: Op, k: KernelInfo, dn: DimNames, ptr: dict[Value, str],
         out.append(f"    {c}.h[{j}] = {e};")
     fast = ["false"] if k.needs_idx else ["true"]
     for j, ld in enumerate(k.loads):
+        if ld.view is not None:  # the view's own strides; contiguous: the flat loop
+            strides = [dn(s) for s in ld.view.attrs["strides"]]  # declared by _launch_dims
+            for od, st in enumerate(strides):
+                out.append(f"    {c}.st{j}[{od}] = {st};")
+                cont = " * ".join(dims[od + 1:]) or "1"
+                fast.append(f"({dims[od]} == 1 || {c}.st{j}[{od}] == ({cont}))")
+            continue
         src = [dn(d) for d in ld.source.shape]
         out += dn.lines
         dn.lines = []

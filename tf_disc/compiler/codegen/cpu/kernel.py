@@ -2,9 +2,10 @@
 
 Three loops per kernel: a flat contiguous loop (taken when, at run time, no
 strided load actually broadcasts: vectorizable), a row loop (every strided
-load is contiguous along the last dim, e.g. a bias add: the inner loop is
-vectorizable), and a general loop that walks a multi-index with per-load
-strides (stride 0 for size-1 dims).
+load is contiguous along the last dim, e.g. a bias add or a view of a
+column block such as one LSTM gate of the [B, 4H] pre-activations: the
+inner loop is vectorizable), and a general loop that walks a multi-index
+with per-load strides (stride 0 for size-1 dims).
 The host (host.py) fills the closure struct and picks the loop; `launch`
 runs the kernel over chunks of CHUNK elements, each costing `cost` cycles
 (ops.cost is in eighths of a cycle per element), so parallel_for sees the
@@ -33,9 +34,19 @@ STORE_COST = 2
 
 @dataclasses.dataclass
 class Load:
-    """A strided read of buffer `source` broadcast into the kernel shape."""
+    """A strided read of buffer `source` broadcast into the kernel shape, or
+    (view set) a view of it: the kernel's element idx at offset
+    view.base + sum idx[d] * view.strides[d], the last stride 1."""
     source: Value
     dims: list[int]          # broadcast_dimensions (operand dim -> out dim)
+    view: Op | None = None
+
+
+def row_view(op: Op, shape: tuple[str, ...], defined: set) -> bool:
+    """A view op the loops read as a strided load: of a buffer (not a value
+    of the kernel), at the kernel's shape, contiguous along the last dim."""
+    return (op.name == "view" and op.operands[0] not in defined and op.result.shape == shape
+            and len(shape) > 0 and op.attrs["strides"][-1] == "1")
 
 
 @dataclasses.dataclass
@@ -99,6 +110,15 @@ def build_kernel(op: Op, consts: dict[Value, Op]) -> KernelInfo:
     cost = 0
     for inner in op.region.ops:
         res = inner.result
+        if row_view(inner, shape, defined):
+            j = len(info.loads)
+            info.loads.append(Load(inner.operands[0], list(range(rank)), inner))
+            p = f"c.p{buf(inner.operands[0])}"
+            base = inner.attrs.get("base", "0")
+            at = "" if base == "0" else f"{ictx.hv(base)} + "
+            exprs[res] = (f"{p}[{at}i]", f"{p}[{at}o{j}]", f"{p}[{at}o{j} + i]")
+            cost += LOAD_COST
+            continue
         if spec(inner.name).kind == "index":
             t = c_type(res.dtype)
             info.needs_idx = True
@@ -227,8 +247,10 @@ def rows_always(info: KernelInfo) -> bool:
     last = shape[-1]
     if not is_static(last) or int(last) < 4:
         return False
-    return all(ld.dims and ld.dims[-1] == r - 1 and is_static(ld.source.shape[-1])
-               and int(ld.source.shape[-1]) != 1 for ld in info.loads)
+    return all(ld.view is not None or (ld.dims and ld.dims[-1] == r - 1
+                                       and is_static(ld.source.shape[-1])
+                                       and int(ld.source.shape[-1]) != 1)
+               for ld in info.loads)
 
 
 def _render_rows(info: KernelInfo, rows: list[str], always: bool = False) -> list[str]:
