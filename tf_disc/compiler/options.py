@@ -34,3 +34,12 @@ class CompileOptions:
     # Asynchronous compile: requests keep running in TF meanwhile, so the
     # system compiler runs at BACKGROUND_NICE (build/process.py lower_priority).
     background: bool = False
+
+    def to_dict(self) -> dict:
+        """The options as JSON-able data (to a compile worker)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CompileOptions":
+        """to_dict's inverse."""
+        return cls(**{**data, "extra_cflags": tuple(data.get("extra_cflags", ()))})

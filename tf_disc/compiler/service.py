@@ -145,6 +145,28 @@ def _indexed(request: dict, fdef: bytes, fast_math: str, target: Target, extra: 
     return rkey, (request_index.lookup(directory, rkey) if why is None else None)
 
 
+def _hit_reply(request: dict, hit: str, t0: float) -> dict:
+    secs = time.monotonic() - t0
+    log.info("cluster %s -> %s (indexed, %.3fs)", request.get("function"), hit, secs)
+    return {"ok": True, "path": os.path.abspath(hit), "compiled": False, "seconds": secs}
+
+
+def indexed_reply(request: dict, fdef: bytes, options: CompileOptions) -> dict | None:
+    """compile_request's reply when the disk cache's request index holds the
+    library (no lowering, no code generation); None when it does not, or on
+    any error (compile_request then says what)."""
+    t0 = time.monotonic()
+    try:
+        fast_math = request.get("fast_math", options.fast_math) or ""
+        target = target_for(request, options)
+        extra = target.build_flags(request, options)
+        _, hit = _indexed(request, fdef, fast_math, target, extra, options,
+                          _dump_dir(options, request))
+    except Exception:  # noqa: BLE001 - the full compile reports it
+        return None
+    return None if hit is None else _hit_reply(request, hit, t0)
+
+
 def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict:
     """Compile one cluster for one rank signature; reply per disc_bridge.h."""
     t0 = time.monotonic()
@@ -156,10 +178,7 @@ def compile_request(request: dict, fdef: bytes, options: CompileOptions) -> dict
         extra = target.build_flags(request, options)
         rkey, hit = _indexed(request, fdef, fast_math, target, extra, options, dump_dir)
         if hit is not None:
-            secs = time.monotonic() - t0
-            log.info("cluster %s -> %s (indexed, %.3fs)", request.get("function"), hit, secs)
-            return {"ok": True, "path": os.path.abspath(hit), "compiled": False,
-                    "seconds": secs}
+            return _hit_reply(request, hit, t0)
         units = parallel_units(_allowed_cpus(), _runnable_tasks())
         t_codegen = time.monotonic()
         library, sources = compile_to_units(request, fdef, dump_dir, fast_math, units, target)

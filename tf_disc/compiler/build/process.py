@@ -7,6 +7,9 @@ import os
 import signal
 import subprocess
 
+# Process groups of every compiler run in flight in this process (kill_running).
+_running: set = set()
+
 
 def lower_priority(pid: int, nice: int) -> None:
     """Best effort: the compiler session `pid` (driver and the cc1plus, as and
@@ -38,11 +41,13 @@ def run_compiler(cmd: list, timeout_s: float, nice: int = 0,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     if nice > 0:
         lower_priority(proc.pid, nice)
+    _running.add(proc.pid)
     if groups is not None:
         groups.add(proc.pid)
     try:
         return _wait(proc, cmd, timeout_s)
     finally:
+        _running.discard(proc.pid)
         if groups is not None:
             groups.discard(proc.pid)
 
@@ -55,6 +60,12 @@ def kill_groups(groups: set) -> None:
             os.killpg(pgid, signal.SIGKILL)
         except OSError:
             pass
+
+
+def kill_running() -> None:
+    """Kills every compiler run_compiler has in flight in this process (a
+    compile worker whose parent is gone exits without waiting for them)."""
+    kill_groups(_running)
 
 
 def _wait(proc: subprocess.Popen, cmd: list, timeout_s: float) -> subprocess.CompletedProcess:

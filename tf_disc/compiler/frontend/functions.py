@@ -9,6 +9,7 @@ must see the ops the optimizer admitted."""
 from __future__ import annotations
 
 from .graph import GraphModel, parse_function_def
+from .tf_protos import function_def
 
 NESTED_FUNCTIONS_ATTR = "_disc_nested_functions"
 
@@ -16,10 +17,7 @@ NESTED_FUNCTIONS_ATTR = "_disc_nested_functions"
 def nested_functions(data: bytes) -> dict[str, GraphModel]:
     """name -> graph model of every function the cluster `data` (FunctionDef
     bytes) carries for its control flow; {} when none."""
-    from tensorflow.core.framework import function_pb2
-
-    fdef = function_pb2.FunctionDef()
-    fdef.ParseFromString(data)
+    fdef = function_def(data)
     if NESTED_FUNCTIONS_ATTR not in fdef.attr:
         return {}
     out = {}

@@ -11,6 +11,7 @@ import dataclasses
 
 from ..errors import CompileError, Unsupported
 from .tensors import decode_attr
+from .tf_protos import function_def, op_def
 
 ARG = "<arg>"  # producer name used for function arguments
 
@@ -51,13 +52,11 @@ def _static_dims(fdef, n_args: int) -> list[list[int] | None]:
 def _flat_index(producer, out_arg: str, idx: int) -> int:
     """Flat output index of element idx of output list out_arg of producer
     (a NodeDef; ops such as FusedBatchNormV3 have several output args)."""
-    from tensorflow.python.framework import op_def_registry
-
-    op_def = op_def_registry.get(producer.op) if producer is not None else None
-    if op_def is None or len(op_def.output_arg) <= 1:
+    definition = op_def(producer.op) if producer is not None else None
+    if definition is None or len(definition.output_arg) <= 1:
         return idx
     flat = 0
-    for a in op_def.output_arg:
+    for a in definition.output_arg:
         if a.name == out_arg:
             return flat + idx
         if a.number_attr:
@@ -108,10 +107,7 @@ def _toposort(nodes: dict[str, Node]) -> list[Node]:
 
 def parse_function_def(data: bytes) -> GraphModel:
     """Parse serialized FunctionDef bytes into a GraphModel."""
-    from tensorflow.core.framework import function_pb2
-
-    fdef = function_pb2.FunctionDef()
-    fdef.ParseFromString(data)
+    fdef = function_def(data)
     sig = fdef.signature
     arg_names = [a.name for a in sig.input_arg]
     arg_index = {n: i for i, n in enumerate(arg_names)}
@@ -145,8 +141,5 @@ def parse_function_def(data: bytes) -> GraphModel:
 def to_pbtxt(data: bytes) -> str:
     """FunctionDef bytes as text proto (for dumps)."""
     from google.protobuf import text_format
-    from tensorflow.core.framework import function_pb2
 
-    fdef = function_pb2.FunctionDef()
-    fdef.ParseFromString(data)
-    return text_format.MessageToString(fdef)
+    return text_format.MessageToString(function_def(data))
