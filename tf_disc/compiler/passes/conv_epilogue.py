@@ -1,9 +1,12 @@
 """Convolution epilogues from elementwise ops: a `window` convolution whose
 only reader is multiply by a per-channel vector (batch norm's scale), then
-add of one (its shift, or a bias), then relu or relu6 (each step optional,
-at least one) takes them as its epilogue attrs scale / shift / activation
-(codegen/conv.py; the runtime applies them on the kernel's registers before
-the store).  Without this, a graph whose batch norm is plain arithmetic
+adds of one (its shift, or a bias) and, for an ungrouped Conv2D, of a
+tensor of its own shape (a residual connection), then relu or relu6 (each
+step optional, at least one) takes them as its epilogue attrs scale /
+shift / residual / activation (codegen/conv.py; the runtime applies them
+on the kernel's registers before the store, in the order scale, shift,
+residual: a residual added before the shift in the IR is reassociated, as
+Keras computes it: (conv * s + t) + shortcut).  Without this, a graph whose batch norm is plain arithmetic
 (Keras 3's BatchNormalization, an unfused Conv2D + BiasAdd) runs the chain
 as a loop kernel: a second pass over the convolution's output, with its own
 thread-pool hop.  Grappler's _FusedConv2D gets the same epilogue at lowering
@@ -42,37 +45,51 @@ def _other(op: Op, y: Value) -> Value | None:
     return op.operands[1] if op.operands[0] is y else op.operands[0]
 
 
+def _residual(v: Value, y: Value, producer: dict[Value, Op]) -> bool:
+    """Whether v can be the residual of y's window: y's type, and a buffer
+    (not a broadcast, which later passes keep unmaterialized)."""
+    op = producer.get(v)
+    return v.type == y.type and (op is None or op.name != "broadcast_in_dim")
+
+
 def _match(window: Op, users: dict[Value, list[Op]], producer: dict[Value, Op],
-           returned: set[Value]) -> tuple[list[Op], Value | None, Value | None, str] | None:
-    """(chain ops, scale, shift, activation) folding into window, or None."""
-    y = window.result
+           returned: set[Value], claimed: set[Op]) -> tuple[list[Op], dict[str, Value], str] | None:
+    """(chain ops, epilogue operands by attr name, activation) folding into
+    window, or None; the chain stops before an op another window's chain
+    took (claimed)."""
+    y = cur = window.result
     chain: list[Op] = []
-    scale = shift = None
-    activation = "none"
+    found: dict[str, Value] = {}
+    takes_residual = window.attrs.get("kind") == "conv" and not window.attrs.get("grouped")
 
     def sole_reader(v: Value) -> Op | None:
         readers = users.get(v, [])
-        return readers[0] if len(readers) == 1 and v not in returned else None
+        ok = len(readers) == 1 and v not in returned and readers[0] not in claimed
+        return readers[0] if ok else None
 
     nxt = sole_reader(y)
-    for name in ("multiply", "add"):
-        if nxt is None or nxt.name != name:
-            continue
-        other = _other(nxt, y if not chain else chain[-1].result)
-        vec = _channel_vector(producer.get(other), y) if other is not None else None
-        if vec is None:
+    while nxt is not None and nxt.name in ("multiply", "add"):
+        other = _other(nxt, cur)
+        if other is None:
             break
-        if name == "multiply":
-            scale = vec
+        vec = _channel_vector(producer.get(other), y)
+        if nxt.name == "multiply":
+            role = "scale" if vec is not None and not found else None
+        elif vec is not None:
+            role = "shift"
         else:
-            shift = vec
+            role = "residual" if takes_residual and _residual(other, y, producer) else None
+        if role is None or role in found:
+            break
+        found[role] = vec if vec is not None else other
         chain.append(nxt)
-        nxt = sole_reader(nxt.result)
-    if nxt is not None and nxt.name in _ACTIVATIONS and nxt.operands == [
-            chain[-1].result if chain else y]:
+        cur = nxt.result
+        nxt = sole_reader(cur)
+    activation = "none"
+    if nxt is not None and nxt.name in _ACTIVATIONS and nxt.operands == [cur]:
         activation = nxt.name
         chain.append(nxt)
-    return (chain, scale, shift, activation) if chain else None
+    return (chain, found, activation) if chain else None
 
 
 def fuse_conv_epilogues(func: Func) -> Func:
@@ -83,20 +100,25 @@ def fuse_conv_epilogues(func: Func) -> Func:
     returned = set(func.rets)
     replace: dict[Op, Op] = {}   # the chain's last op -> the new window
     drop: set[Op] = set()
+    # Ops in chains taken so far: two windows' chains can meet (a projection
+    # block's add of two convolutions); the later one stops before the add,
+    # its last value becoming the earlier one's residual.
+    claimed: set[Op] = set()
     for op in func.ops:
         a = op.attrs
         if (op.name != "window" or a.get("kind") not in _KINDS or op.result.dtype not in (F32, F64)
-                or a.get("scale") or a.get("shift") or a.get("activation", "none") != "none"
-                or op.result.type.rank != 4):
+                or a.get("scale") or a.get("shift") or a.get("residual")
+                or a.get("activation", "none") != "none" or op.result.type.rank != 4):
             continue
-        m = _match(op, users, producer, returned)
+        m = _match(op, users, producer, returned, claimed)
         if m is None:
             continue
-        chain, scale, shift, activation = m
-        vectors = [v for v in (scale, shift) if v is not None]
-        replace[chain[-1]] = Op("window", op.operands + vectors, [chain[-1].result],
-                                {**a, "scale": scale is not None, "shift": shift is not None,
-                                 "activation": activation})
+        chain, found, activation = m
+        claimed.update(chain)
+        roles = ("scale", "shift", "residual")  # the operand order of codegen/conv.py
+        replace[chain[-1]] = Op("window", op.operands + [found[r] for r in roles if r in found],
+                                [chain[-1].result],
+                                {**a, **{r: r in found for r in roles}, "activation": activation})
         drop.add(op)
         drop.update(chain[:-1])
     if not replace:
