@@ -1,5 +1,5 @@
 // The device side of the GPU validation harness (issue 26): a DiscRuntime
-// (runtime/disc_abi.h v12) without TensorFlow, on a CUstream the caller
+// (runtime/disc_abi.h v13) without TensorFlow, on a CUstream the caller
 // gives (run_cases.py passes torch's current stream), whose device work
 // goes through runtime/cuda/cuda_backend.* -- the same launch, GEMM, memset,
 // memcpy and device-info code the op library runs in TF -- and whose

@@ -41,7 +41,7 @@ extern "C" {
  * library built for another version (a converted SavedModel's executable is
  * then rebuilt from its cluster's function, or the cluster runs in TF), and
  * generated sources assert it, so the disk cache never reuses one. */
-#define DISC_ABI_VERSION 12
+#define DISC_ABI_VERSION 13
 #define DISC_MAX_RANK 8
 
 /* Where a library's code runs and its buffers live (DiscRuntime::device). */
@@ -119,8 +119,11 @@ typedef struct DiscBuffer {
  * o reads input channels [g * in_c / groups, (g + 1) * in_c / groups) with
  * g = o / (out_c / groups); both channel counts divide by groups.
  * Epilogue (convolutions only): every output element of
- * channel o becomes act(v * scale[o] + shift[o]), scale and shift being
- * out_c-vectors of dtype or NULL (1 and 0), act a DISC_ACT_*. */
+ * channel o becomes act(v * scale[o] + shift[o] + residual[i]), scale and
+ * shift being out_c-vectors of dtype or NULL (1 and 0), residual (kind
+ * DISC_WINDOW_CONV only) a dense tensor of dtype and the output's shape or
+ * NULL (0), read at the element's own position i, never the output's
+ * buffer; act a DISC_ACT_*. */
 typedef struct DiscWindowArgs {
   int32_t kind, dtype;
   int64_t batch, in_h, in_w, in_c;
@@ -134,6 +137,7 @@ typedef struct DiscWindowArgs {
   const void* scale;
   const void* shift;
   int32_t activation;
+  const void* residual;
 } DiscWindowArgs;
 
 typedef void (*DiscParallelFn)(void* closure, int64_t begin, int64_t end);

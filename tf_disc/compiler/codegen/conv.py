@@ -11,8 +11,10 @@ pads [top, bottom, left, right] (EXPLICIT), strides/dilations [h, w], ksize
 convolutions, the filter.  SAME puts the smaller half of the padding on top
 and left, as TF does.  grouped: the group count is the input depth over
 the filter's, checked as TF's Conv2D does (divisible depths).  Epilogue
-attrs scale / shift (bools: the next operands are those [C] vectors) and
-activation (none|relu|relu6)."""
+attrs scale / shift (bools: the next operands are those [C] vectors),
+residual (bool: the next operand, a tensor of the result's shape added
+before the activation; ungrouped conv only) and activation
+(none|relu|relu6)."""
 from __future__ import annotations
 
 from ..errors import template_text
@@ -109,7 +111,7 @@ def emit_window(op: Op, dn, ptr: dict[Value, str], k: int) -> list[str]:
     if a.get("grouped"):
         out += _group_lines(xd[3], f_depth, od[3], where)
     vectors = iter(op.operands[2:])
-    for field in ("scale", "shift"):
+    for field in ("scale", "shift", "residual"):
         if a.get(field):
             out.append(f"    w.{field} = {ptr[next(vectors)]};")
     out.append(f"    w.activation = {_ACTIVATIONS[a.get('activation', 'none')]};")

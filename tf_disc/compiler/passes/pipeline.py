@@ -19,6 +19,7 @@ from ..ir.printer import print_func
 from ..ir.verifier import VerifyError, verify
 from .buffers import assign_buffers
 from .canonicalize import canonicalize
+from .conv_epilogue import fuse_conv_epilogues
 from .cse import cse
 from .dce import dce
 from .fold_transpose import fold_transposes
@@ -47,6 +48,7 @@ def standard_passes(cheap: Callable[[str], bool]) -> list[tuple[str, Pass]]:
         ("canonicalize", canonicalize),
         ("cse", cse),
         ("dce", dce),
+        ("conv_epilogue", fuse_conv_epilogues),
         ("sink_broadcasts", functools.partial(sink_broadcasts, cheap=cheap)),
         ("canonicalize_2", canonicalize),
         ("fold_transposes", fold_transposes),

@@ -64,10 +64,12 @@ struct BlockEpilogue {
   int32_t activation;
 };
 
-// act(acc * scale + shift) with TF's Relu/Relu6 (NaN stays NaN).
-inline Packet Finish(const BlockEpilogue& e, int p, Packet v) {
+// act(acc * scale + shift + residual) with TF's Relu/Relu6 (NaN stays NaN);
+// res: the pixel's residual at the block's first channel, or null.
+inline Packet Finish(const BlockEpilogue& e, int p, Packet v, const float* res = nullptr) {
   if (e.scale != nullptr) v = ei::pmul(v, ei::ploadu<Packet>(e.scale + p * kPacket));
   if (e.shift != nullptr) v = ei::padd(v, ei::ploadu<Packet>(e.shift + p * kPacket));
+  if (res != nullptr) v = ei::padd(v, ei::ploadu<Packet>(res + p * kPacket));
   if (e.activation != DISC_ACT_NONE) {
     const Packet zero = ei::pset1<Packet>(0.f);
     v = ei::pselect(ei::pcmp_lt(v, zero), zero, v);
@@ -82,7 +84,8 @@ inline Packet Finish(const BlockEpilogue& e, int p, Packet v) {
 // out[r * ldo + p * kPacket] (+)= sum over kk < len of
 //   a[pix[r] + aoff[kk]] * f[kk * ldf + p * kPacket]
 // (pix[r]: offset of output pixel r's window origin in a; aoff: the
-// chunk's patch offsets), then the epilogue when `epi` is given.  kMode:
+// chunk's patch offsets), then the epilogue when `epi` is given (with the
+// residual at res[r * ldo + p * kPacket] when res is not null).  kMode:
 // kInit (out not read), kAccumulate, or kPrefetch (kAccumulate, and the
 // line at row kk of `next`, ldf apart, prefetched into L2 at step kk: an
 // instantiation of its own keeps the other tiles' loop free of the
@@ -109,7 +112,8 @@ inline Packet MaddScalar(const float* s, Packet f, Packet acc) {
 
 template <int R, int NP, int kMode>
 void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, const float* f,
-          int64_t ldf, float* out, int64_t ldo, const BlockEpilogue* epi, const float* next) {
+          int64_t ldf, float* out, int64_t ldo, const BlockEpilogue* epi, const float* next,
+          const float* res) {
   if (kMode == kInit) {  // the next tile's output lines, first written by it: their
                 // misses overlap this tile's work instead of stalling its stores
     for (int r = 0; r < R; ++r)
@@ -138,7 +142,8 @@ void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, 
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-      for (int p = 0; p < NP; ++p) acc[r][p] = Finish(*epi, p, acc[r][p]);
+      for (int p = 0; p < NP; ++p)
+        acc[r][p] = Finish(*epi, p, acc[r][p], res != nullptr ? res + r * ldo : nullptr);
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -147,7 +152,8 @@ void Tile(const float* a, const int64_t* pix, const int64_t* aoff, int64_t len, 
 }
 
 using TileFn = void (*)(const float*, const int64_t*, const int64_t*, int64_t, const float*,
-                        int64_t, float*, int64_t, const BlockEpilogue*, const float*);
+                        int64_t, float*, int64_t, const BlockEpilogue*, const float*,
+                        const float*);
 
 template <int R, int kMode>
 constexpr TileFn TileFor(int np) {
@@ -309,6 +315,16 @@ class RunInput {
 
 thread_local std::unique_ptr<float[]> RunInput::band_;
 thread_local int64_t RunInput::capacity_ = 0;
+
+// out[c] = act(v[c] + res[c]) for c < n (TF's Relu/Relu6: NaN stays NaN).
+void FinishResidual(int32_t activation, const float* v, const float* res, int64_t n, float* out) {
+  for (int64_t c = 0; c < n; ++c) {
+    float x = v[c] + res[c];
+    if (activation != DISC_ACT_NONE && x < 0.f) x = 0.f;
+    if (activation == DISC_ACT_RELU6 && x > 6.f) x = 6.f;
+    out[c] = x;
+  }
+}
 
 // A vector of oc floats zero-padded to ocp (null stays null).
 const float* PadVector(const void* v, int64_t oc, int64_t ocp, std::vector<float>* store) {
@@ -617,6 +633,7 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
   const float* scale = PadVector(w.scale, oc, ocp, &scale_store);
   const float* shift = PadVector(w.shift, oc, ocp, &shift_store);
   const bool epilogue = HasEpilogue(w);
+  const float* residual = static_cast<const float*>(w.residual);
   const std::vector<int64_t> aoff =
       PatchOffsets(w, (pad ? ext_w : w.in_w) * w.in_c);
   // Chunks of at most kChunk (kLongChunk) filter rows, of nearly equal size.
@@ -678,8 +695,12 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
       }
       float* dst = partial ? tmp.get() : out + p0 * oc + c0;
       const int64_t ldo = partial ? width : oc;
+      // A partial block's residual and activation are applied as its
+      // channels are copied out (a packet past the last channel would read
+      // the next pixel's residual, or past the buffer's end).
+      const float* res = residual != nullptr && !partial ? residual + p0 * oc + c0 : nullptr;
       const BlockEpilogue epi{scale ? scale + c0 : nullptr, shift ? shift + c0 : nullptr,
-                              w.activation};
+                              partial && residual != nullptr ? DISC_ACT_NONE : w.activation};
       // Tiles of near-equal size (5 or 6 pixels): full tiles then the rest
       // would leave a 1-pixel tile per 7x7 image, whose 4 accumulator chains
       // wait on the FMA latency.
@@ -703,11 +724,16 @@ bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
           const TileMode mode = ch == 0 ? kInit : fetch && ti < np ? kPrefetch : kAccumulate;
           Pick(rows, np, mode)(src, pix + q, aoff.data() + k0, len, filt + k0 * ocp + c0, ocp,
                                dst + q * ldo, ldo, last,
-                               fetch ? filt + k1 * ocp + c0 + ti * kPacket : nullptr);
+                               fetch ? filt + k1 * ocp + c0 + ti * kPacket : nullptr,
+                               res != nullptr ? res + q * ldo : nullptr);
           q += rows;
         }
       }
-      if (partial) {
+      if (partial && residual != nullptr) {
+        for (int64_t q = 0; q < np_; ++q)
+          FinishResidual(w.activation, dst + q * ldo, residual + (p0 + q) * oc + c0, oc - c0,
+                         out + (p0 + q) * oc + c0);
+      } else if (partial) {
         for (int64_t q = 0; q < np_; ++q)
           std::copy(dst + q * ldo, dst + q * ldo + (oc - c0), out + (p0 + q) * oc + c0);
       }

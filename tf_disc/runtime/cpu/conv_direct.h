@@ -29,25 +29,34 @@ inline void TapRange(int64_t base, int64_t dil, int64_t taps, int64_t limit, int
   if (*hi < *lo) *hi = *lo;
 }
 
-// Whether the args carry an epilogue (scale, shift or activation).
+// Whether the args carry an epilogue (scale, shift, residual or activation).
 inline bool HasEpilogue(const DiscWindowArgs& w) {
-  return w.scale != nullptr || w.shift != nullptr || w.activation != DISC_ACT_NONE;
+  return w.scale != nullptr || w.shift != nullptr || w.residual != nullptr ||
+         w.activation != DISC_ACT_NONE;
 }
 
 // Applies the epilogue to `rows` rows (row stride ld) of channels [c0, c1);
-// out points at channel c0 of the first row.
+// out points at channel c0 of the first row, inside w.output (the residual
+// is read at the same offset from w.residual).
 template <typename T>
 void ApplyEpilogue(const DiscWindowArgs& w, T* out, int64_t ld, int64_t rows, int64_t c0,
                    int64_t c1) {
   if (!HasEpilogue(w)) return;
   const T* scale = static_cast<const T*>(w.scale);
   const T* shift = static_cast<const T*>(w.shift);
+  const T* residual = w.residual == nullptr ? nullptr
+                                            : static_cast<const T*>(w.residual) +
+                                                  (out - static_cast<T*>(w.output));
   for (int64_t r = 0; r < rows; ++r) {
     T* o = out + r * ld - c0;
     if (scale != nullptr)
       for (int64_t c = c0; c < c1; ++c) o[c] *= scale[c];
     if (shift != nullptr)
       for (int64_t c = c0; c < c1; ++c) o[c] += shift[c];
+    if (residual != nullptr) {
+      const T* q = residual + r * ld - c0;
+      for (int64_t c = c0; c < c1; ++c) o[c] += q[c];
+    }
     if (w.activation == DISC_ACT_RELU) {
       for (int64_t c = c0; c < c1; ++c) o[c] = o[c] > T(0) || o[c] != o[c] ? o[c] : T(0);
     } else if (w.activation == DISC_ACT_RELU6) {

@@ -24,7 +24,7 @@ inline bool CheckConvGradArgs(const DiscWindowArgs& w, const std::string& op,
   } else if (w.stride_h < 1 || w.stride_w < 1 || w.dilation_h < 1 || w.dilation_w < 1) {
     *error = op + ": strides and dilations must be positive";
   } else if (w.groups > 1 || w.scale != nullptr || w.shift != nullptr ||
-             w.activation != DISC_ACT_NONE) {
+             w.residual != nullptr || w.activation != DISC_ACT_NONE) {
     *error = op + ": groups and epilogues are not supported";
   } else if (w.dtype != DISC_DTYPE_FLOAT && w.dtype != DISC_DTYPE_DOUBLE) {
     *error = op + ": unsupported dtype " + std::to_string(w.dtype);

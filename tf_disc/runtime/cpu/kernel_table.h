@@ -28,7 +28,7 @@ namespace tf_disc {
 
 // Bumped whenever KernelHost, KernelTable or the argument structs change:
 // a library of another version is refused (and the next tier down tried).
-constexpr int32_t kKernelAbiVersion = 5;
+constexpr int32_t kKernelAbiVersion = 6;
 
 struct KernelHost {
   int32_t abi_version;

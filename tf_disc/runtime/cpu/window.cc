@@ -253,7 +253,7 @@ bool Check(const DiscWindowArgs& w, std::string* error) {
     return false;
   }
   if (w.activation < DISC_ACT_NONE || w.activation > DISC_ACT_RELU6 ||
-      (pool && HasEpilogue(w))) {
+      (pool && HasEpilogue(w)) || (w.residual != nullptr && w.kind != DISC_WINDOW_CONV)) {
     *error = "window: bad epilogue (activation " + std::to_string(w.activation) + ")";
     return false;
   }
