@@ -218,3 +218,32 @@ def test_functionalized_loop_left_out_of_clusters_runs_in_tf(disc):
                 np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
     assert total(disc.stats(), "compiles") == 1, disc.stats()
     assert total(disc.stats(), "fallbacks") == 0, disc.stats()
+
+
+def test_fetched_loop_and_cond_results_compile_and_keep_their_names(disc):
+    """TF1 code fetches tf.while_loop's result (an Exit) and tf.cond's (a
+    Merge) directly: both are compiled and the fetches still resolve."""
+    graph = tf.Graph()
+    with graph.as_default(), _legacy_control_flow():
+        x = tf.compat.v1.placeholder(F, [None, None], name="x")
+        n = tf.compat.v1.placeholder(tf.int32, [], name="n")
+        _, r = tf.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, tf.tanh(a) * 2.0 + 1.0),
+                             [0, x])
+        c = tf.cond(n > 2, lambda: tf.exp(x) * 3.0, lambda: tf.sin(x) - 1.0)
+    assert r.op.type == "Exit" and c.op.type == "Merge"
+    feeds = _feeds(7)
+    disc.disable()
+    try:
+        with tf.compat.v1.Session(graph=graph) as session:
+            expected = [session.run([r, c], {x: xv, n: nv}) for xv, nv in feeds]
+    finally:
+        disc.enable()
+    with tf.compat.v1.Session(graph=graph) as session:
+        ops = tf1_executed_ops(session, [r, c], {x: feeds[0][0], n: feeds[0][1]})
+        assert "DiscLaunch" in ops and not set(ops) & (FRAME_OPS | FUNCTIONAL), ops
+        for (xv, nv), want in zip(feeds, expected):
+            for got, ref in zip(session.run([r, c], {x: xv, n: nv}), want):
+                np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    stats = disc.stats()
+    assert total(stats, "compiles") == ops.count("DiscLaunch"), stats
+    assert total(stats, "fallbacks") == 0, stats

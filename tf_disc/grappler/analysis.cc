@@ -42,7 +42,8 @@ absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable&
   out->graph = &graph;
   if (HasLegacyFrames(graph)) {
     absl::Status s =
-        FunctionalizeLegacyFrames(table, fed_nodes, devices, graph, &out->copy, &out->frames);
+        FunctionalizeLegacyFrames(table, fed_nodes, calls.keep_names, devices, graph,
+                                  &out->copy, &out->frames);
     if (!s.ok()) {  // the frames stay as they are
       VLOG(1) << "DiscOptimizer: cannot functionalize frames: " << s;
       out->frames = LegacyFrames();

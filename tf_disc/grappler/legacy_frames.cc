@@ -150,14 +150,19 @@ std::vector<int> FindGroups(const tensorflow::GraphDef& graph, const GraphIndex&
 std::map<int, std::string> JudgeGroups(const tensorflow::GraphDef& graph,
                                        const std::vector<int>& group,
                                        const std::vector<const OpSupport*>& clusterable,
-                                       const std::vector<std::string>& reasons) {
+                                       const std::vector<std::string>& reasons,
+                                       const std::unordered_set<std::string>& fed_nodes) {
   std::map<int, std::string> verdict;
   for (int v = 0; v < graph.node_size(); ++v) {
     if (group[v] < 0) continue;
     std::string& why = verdict[group[v]];
     const tensorflow::NodeDef& node = graph.node(v);
-    if (!why.empty() || clusterable[v] != nullptr || IsAdmittedPlumbing(node.op())) continue;
-    why = node.name() + " (" + node.op() + "): " + reasons[v];
+    if (!why.empty()) continue;
+    if (fed_nodes.count(node.name())) {
+      why = node.name() + " (" + node.op() + ") is fed";
+    } else if (clusterable[v] == nullptr && !IsAdmittedPlumbing(node.op())) {
+      why = node.name() + " (" + node.op() + "): " + reasons[v];
+    }
   }
   return verdict;
 }
@@ -205,9 +210,53 @@ void DropUnrankedIfShapes(const tensorflow::FunctionDefLibrary& before,
   }
 }
 
+// Before the functionalization removes them: an Identity reading output 0
+// of each Exit / Merge of `take` in keep_names (fetches name tf.while_loop's
+// and tf.cond's results), named apart for now.  Returns (Identity, name).
+std::vector<std::pair<tensorflow::Node*, std::string>> AddKeepers(
+    const std::unordered_set<std::string>& take,
+    const std::unordered_set<std::string>& keep_names, tensorflow::Graph* g) {
+  std::vector<std::pair<tensorflow::Node*, std::string>> keepers;
+  std::vector<tensorflow::Node*> kept;
+  for (tensorflow::Node* n : g->op_nodes()) {
+    if ((n->IsExit() || n->IsMerge()) && take.count(n->name()) && keep_names.count(n->name())) {
+      kept.push_back(n);
+    }
+  }
+  for (tensorflow::Node* n : kept) {
+    tensorflow::NodeDef def;
+    def.set_name(g->NewName(n->name() + "/disc_kept"));
+    def.set_op("Identity");
+    def.set_device(n->requested_device());
+    (*def.mutable_attr())["T"].set_type(n->output_type(0));
+    absl::Status s;
+    tensorflow::Node* identity = g->AddNode(std::move(def), &s);
+    if (!s.ok()) continue;
+    identity->set_assigned_device_name(n->assigned_device_name());
+    g->AddEdge(n, 0, identity, 0);
+    keepers.emplace_back(identity, n->name());
+  }
+  return keepers;
+}
+
+// After it: each keeper whose node is gone takes its name; the others go.
+void NameKeepers(const std::vector<std::pair<tensorflow::Node*, std::string>>& keepers,
+                 tensorflow::Graph* g) {
+  std::unordered_set<std::string> names;
+  for (tensorflow::Node* n : g->op_nodes()) names.insert(n->name());
+  for (const auto& [identity, name] : keepers) {
+    if (names.count(name)) {
+      g->RemoveNode(identity);
+    } else {
+      identity->set_name(name);
+    }
+  }
+}
+
 // One functionalization of `graph`'s groups that `take` admits, into *out.
 absl::Status Functionalize(FunctionalizeFn functionalize, const tensorflow::GraphDef& graph,
                            const std::unordered_set<std::string>& take,
+                           const std::unordered_set<std::string>& keep_names,
                            tensorflow::GraphDef* out) {
   tensorflow::FunctionLibraryDefinition flib(tensorflow::OpRegistry::Global(),
                                              graph.library());
@@ -219,7 +268,9 @@ absl::Status Functionalize(FunctionalizeFn functionalize, const tensorflow::Grap
   const tensorflow::NodeFilter filter = [&take](const tensorflow::Node* n) {
     return take.count(n->name()) > 0;
   };
+  const auto keepers = AddKeepers(take, keep_names, &g);
   TF_RETURN_IF_ERROR(functionalize(&g, &flib, filter, /*include_functions=*/false));
+  NameKeepers(keepers, &g);
   PlaceNewNodes(graph, &g);
   g.ToGraphDef(out);
   *out->mutable_library() = flib.ToProto();
@@ -238,6 +289,7 @@ bool HasLegacyFrames(const tensorflow::GraphDef& graph) {
 
 absl::Status FunctionalizeLegacyFrames(const SupportTable& table,
                                        const std::unordered_set<std::string>& fed_nodes,
+                                       const std::unordered_set<std::string>& keep_names,
                                        const DevicePolicy& devices,
                                        const tensorflow::GraphDef& graph,
                                        tensorflow::GraphDef* out, LegacyFrames* result) {
@@ -247,7 +299,7 @@ absl::Status FunctionalizeLegacyFrames(const SupportTable& table,
   std::vector<std::string> reasons;
   const std::vector<const OpSupport*> clusterable =
       FindClusterableNodes(graph, table, fed_nodes, {}, &reasons, devices);
-  std::map<int, std::string> verdict = JudgeGroups(graph, group, clusterable, reasons);
+  std::map<int, std::string> verdict = JudgeGroups(graph, group, clusterable, reasons, fed_nodes);
   const FunctionalizeFn functionalize = LoadFunctionalize();
   if (functionalize == nullptr) {
     for (auto& kv : verdict) {
@@ -274,7 +326,7 @@ absl::Status FunctionalizeLegacyFrames(const SupportTable& table,
     }
     if (take.empty()) break;
     tensorflow::GraphDef candidate;
-    absl::Status s = Functionalize(functionalize, graph, take, &candidate);
+    absl::Status s = Functionalize(functionalize, graph, take, keep_names, &candidate);
     if (!s.ok()) {
       VLOG(1) << "DiscOptimizer: cannot functionalize legacy control flow: " << s;
       for (auto& kv : verdict) {

@@ -44,9 +44,12 @@ bool HasLegacyFrames(const tensorflow::GraphDef& graph);
 // functionalized (their functions added to the library) into *out, written
 // only when result->functionalized > 0.  Fails only when `graph` cannot be
 // indexed; a functionalization TF refuses leaves the graph as it was, with
-// TF's message as the reason.
+// TF's message as the reason.  A group holding a fed node stays; an Exit or
+// Merge in keep_names (fetched, as tf.while_loop's and tf.cond's results
+// are) leaves an Identity of its output 0 under its name.
 absl::Status FunctionalizeLegacyFrames(const SupportTable& table,
                                        const std::unordered_set<std::string>& fed_nodes,
+                                       const std::unordered_set<std::string>& keep_names,
                                        const DevicePolicy& devices,
                                        const tensorflow::GraphDef& graph,
                                        tensorflow::GraphDef* out, LegacyFrames* result);
