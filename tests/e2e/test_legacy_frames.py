@@ -247,3 +247,20 @@ def test_fetched_loop_and_cond_results_compile_and_keep_their_names(disc):
     stats = disc.stats()
     assert total(stats, "compiles") == ops.count("DiscLaunch"), stats
     assert total(stats, "fallbacks") == 0, stats
+
+
+def test_functionalized_loop_falls_back_to_tf_when_not_compiled(disc):
+    """No compile allowed: the DiscLaunch holding the functionalized loop
+    (a cond in its body) runs its function in TF (the While kernel, running
+    the produced body inline), with stock TF's results."""
+    graph, x, n, out = _graph(_cond_in_while)
+    feeds = _feeds(8)[:8]
+    expected = _stock_results(disc, graph, x, n, out, feeds)
+    disc.enable(forbid_compile=True)
+    with tf.compat.v1.Session(graph=graph) as session:
+        assert "DiscLaunch" in tf1_executed_ops(session, out, {x: feeds[0][0], n: feeds[0][1]})
+        for (xv, nv), want in zip(feeds, expected):
+            np.testing.assert_allclose(session.run(out, {x: xv, n: nv}), want,
+                                       rtol=1e-5, atol=1e-5)
+    stats = disc.stats()
+    assert total(stats, "compiles") == 0 and total(stats, "fallbacks") == len(feeds) + 1, stats

@@ -30,6 +30,14 @@
 
 namespace tf_disc {
 
+// Names TF's functionalization gives the loop conds and bodies and the
+// branches it adds.  DiscOptimizer leaves those functions alone when
+// Grappler optimizes them on their own: they run in TF only where their
+// loop or conditional does (a fallback, a loop left out of clusters), and a
+// DiscLaunch inside a loop body that a fallback runs inline blocks the
+// thread its own fallback needs.
+inline constexpr char kFunctionalizedPrefix[] = "_functionalize_";
+
 struct LegacyFrames {
   int functionalized = 0;  // While / If nodes produced and kept
   // Frame op (Enter, Exit, Switch, Merge, NextIteration, LoopCond) name ->
