@@ -4,8 +4,9 @@ and a tf.cond inside a while loop's body, are inside one cluster with the
 ops around them, compiled once per rank signature, against stock TF over
 20 shapes (0- and 1-sized dims, both branches, a Case index in and out of
 range), and so is a tf.cond in a TF1 Session graph; a branch with a stateful
-op, branches returning different ranks, or legacy (v1) control flow keep
-the conditional in TF and explain() says why."""
+op or branches returning different ranks keep the conditional in TF and
+explain() says why.  Legacy (v1) Switch/Merge conditionals:
+test_legacy_frames.py."""
 import glob
 
 import numpy as np
@@ -165,8 +166,8 @@ def test_branches_of_different_ranks_stay_in_tf_and_are_explained(disc):
 
 
 def _session_graph():
-    """A TF1 graph with a tf.cond: StatelessIf under control flow v2 (TF2's
-    default, graph mode included), Switch/Merge under legacy control flow."""
+    """A TF1 graph with a tf.cond (StatelessIf under control flow v2, TF2's
+    default, graph mode included)."""
     graph = tf.Graph()
     with graph.as_default():
         x = tf.compat.v1.placeholder(F, [None, None], name="x")
@@ -196,23 +197,6 @@ def test_session_cond_is_compiled_whole(disc):
                 np.testing.assert_allclose(session.run(out, {x: xv, p: pv}),
                                            _session_reference(xv, pv), rtol=1e-5, atol=1e-5)
     _assert_compiled_once(disc)
-
-
-def test_legacy_session_cond_stays_in_tf_and_is_explained(disc):
-    tf.compat.v1.disable_control_flow_v2()
-    try:
-        graph, x, p, out = _session_graph()
-    finally:
-        tf.compat.v1.enable_control_flow_v2()
-    xv = np.ones((2, 3), np.float32)
-    with tf.compat.v1.Session(graph=graph) as session:
-        ops = tf1_executed_ops(session, out, {x: xv, p: False})
-        assert "Switch" in ops and "Merge" in ops, ops
-        for pv in (True, False):
-            np.testing.assert_allclose(session.run(out, {x: xv, p: pv}),
-                                       _session_reference(xv, pv), rtol=1e-5, atol=1e-5)
-    text = str(disc.explain(graph, fed=("x", "p")))
-    assert "(Switch): unsupported op: Switch" in text and "(Merge): unsupported op: Merge" in text
 
 
 def test_variables_read_in_branches_are_read_before_the_cond(disc, tmp_path):

@@ -1,5 +1,5 @@
 """The control-flow benchmarks (keras_rnn.py, decode_while.py,
-conditionals.py) at toy sizes print their tables (smoke tests: no speed is
+conditionals.py, tf1_while.py) at toy sizes print their tables (smoke tests: no speed is
 asserted, but each model must be one DiscLaunch compiled once, with every
 compute op inside it)."""
 import os
@@ -55,3 +55,17 @@ def test_conditionals_prints_table(tmp_path):
         assert row["compiles"] == "1" and row["launches"] == "1", proc.stdout
         assert row["coverage"] == "100.0%" and row["left_in_tf"] == "none", proc.stdout
         assert row["fallbacks"] == "0" and float(row["max_abs_err"]) < 1e-3, proc.stdout
+
+
+def test_tf1_while_prints_table(tmp_path):
+    """benchmarks/tf1_while.py at toy sizes: the legacy loop is one compile
+    and its results are stock TF's for every trip count (the script asserts
+    it, and exits non-zero if a fallback ran)."""
+    env = dict(os.environ, DISC_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "tf1_while.py"),
+                           "--hidden", "8", "--batch", "2", "--steps", "0,1,5",
+                           "--repeats", "1"], capture_output=True, text=True, env=env,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = table_rows(proc.stdout, "TF1 legacy tf.while_loop")
+    assert rows["ours"]["compiles"] == "1" and rows["tf"]["compiles"] == "0", proc.stdout

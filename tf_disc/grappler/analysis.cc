@@ -41,12 +41,25 @@ absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable&
                           const CallInliningOptions& calls, int min_cluster_size,
                           const DevicePolicy& devices, bool want_reasons, GraphAnalysis* out) {
   out->graph = &graph;
-  if (HasFunctionCalls(graph)) {
-    absl::Status s = InlineCompilableCalls(table, calls, graph, &out->copy, &out->calls);
+  if (HasLegacyFrames(graph)) {
+    absl::Status s =
+        FunctionalizeLegacyFrames(table, fed_nodes, calls.keep_names, devices, graph,
+                                  &out->copy, &out->frames);
+    if (!s.ok()) {  // the frames stay as they are
+      VLOG(1) << "DiscOptimizer: cannot functionalize frames: " << s;
+      out->frames = LegacyFrames();
+    } else if (out->frames.functionalized > 0) {
+      out->graph = &out->copy;
+    }
+  }
+  if (HasFunctionCalls(*out->graph)) {
+    tensorflow::GraphDef inlined;
+    absl::Status s = InlineCompilableCalls(table, calls, *out->graph, &inlined, &out->calls);
     if (!s.ok()) {  // the calls stay, with the reason
       VLOG(1) << "DiscOptimizer: cannot inline calls: " << s;
       out->calls = CallInlining();
     } else if (out->calls.inlined > 0) {
+      out->copy = std::move(inlined);
       out->graph = &out->copy;
     }
   }
@@ -66,10 +79,13 @@ absl::Status AnalyzeGraph(const tensorflow::GraphDef& graph, const SupportTable&
   std::vector<std::string>* reasons = want_reasons ? &out->reasons : nullptr;
   out->clusterable =
       FindClusterableNodes(*out->graph, table, fed_nodes, undecidable, reasons, devices);
-  if (reasons != nullptr && !out->calls.kept.empty()) {  // a call's own reason
+  if (reasons != nullptr) {  // a call's or a legacy frame's own reason
     for (int i = 0; i < out->graph->node_size(); ++i) {
-      auto it = out->calls.kept.find(out->graph->node(i).name());
+      const std::string& name = out->graph->node(i).name();
+      auto it = out->calls.kept.find(name);
       if (it != out->calls.kept.end()) (*reasons)[i] = std::string(kReasonCall) + ": " + it->second;
+      it = out->frames.kept.find(name);
+      if (it != out->frames.kept.end()) (*reasons)[i] = std::string(kReasonFrame) + ": " + it->second;
     }
   }
   absl::Status s = BuildGraphIndex(*out->graph, &out->index);

@@ -14,16 +14,19 @@
 #include "tf_disc/grappler/call_inlining.h"
 #include "tf_disc/grappler/control_flow_info.h"
 #include "tf_disc/grappler/device_policy.h"
+#include "tf_disc/grappler/legacy_frames.h"
 #include "tf_disc/grappler/static_facts.h"
 #include "tf_disc/grappler/support_table.h"
 
 namespace tf_disc {
 
 struct GraphAnalysis {
-  // The analysed graph: the input, or a rewritten copy (compilable calls
-  // inlined, fused ops expanded, static facts applied) held in `copy`.
+  // The analysed graph: the input, or a rewritten copy (legacy frames
+  // functionalized, compilable calls inlined, fused ops expanded, static
+  // facts applied) held in `copy`.
   const tensorflow::GraphDef* graph = nullptr;
   tensorflow::GraphDef copy;
+  LegacyFrames frames;
   CallInlining calls;
   GraphIndex index;
   std::vector<const OpSupport*> clusterable;  // per node

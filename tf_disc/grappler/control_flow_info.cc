@@ -179,6 +179,8 @@ void ComputeDeadness(const tensorflow::GraphDef& graph, GraphIndex* index) {
     }
     index->deadness[v] = intern(std::move(acc));
   }
+  index->signatures.clear();
+  for (const Signature* s : by_id) index->signatures.push_back(*s);
 }
 
 }  // namespace

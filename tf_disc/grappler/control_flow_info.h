@@ -6,6 +6,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -30,6 +31,9 @@ struct GraphIndex {
   std::vector<int> topo_position;  // node -> index in topo_order
   std::vector<int> frame;          // node -> frame id (0 = root)
   std::vector<int> deadness;       // node -> deadness signature id (0 = none)
+  // Deadness signature id -> its sorted (predicate node, predicate port * 2 +
+  // Switch output port) pairs: the Switch outputs a node's liveness follows.
+  std::vector<std::vector<std::pair<int, int>>> signatures;
 };
 
 // Fails (the optimizer then leaves the graph alone) on dangling inputs or a

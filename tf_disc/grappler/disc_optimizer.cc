@@ -16,6 +16,7 @@
 #include "tf_disc/grappler/cluster_rewrite.h"
 #include "tf_disc/grappler/clustering.h"
 #include "tf_disc/grappler/defuse.h"
+#include "tf_disc/grappler/legacy_frames.h"
 #include "tf_disc/grappler/support_table.h"
 #include "tf_disc/ops/options.h"
 #include "tf_disc/ops/stats.h"
@@ -135,6 +136,9 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   if (!table) return NothingToDo("no support table");
   if (item.id.rfind(kClusterFunctionPrefix, 0) == 0) {
     return NothingToDo("own cluster function");
+  }
+  if (item.id.rfind(kFunctionalizedPrefix, 0) == 0) {
+    return NothingToDo("body of a functionalized legacy frame");
   }
   if (FirstSight(item.id)) RecordGraphSeen();
   const auto start = std::chrono::steady_clock::now();
