@@ -133,6 +133,8 @@ def test_worker_crash_falls_back_to_tf_and_the_next_compile_restarts_it(disc, tm
     disc.set_options(async_compile=True, cxx=killer)
     worker = api._session.registration.worker
     starts = worker.starts
+    # An earlier test's worker still running takes the compile (no start).
+    fresh = 0 if worker.pid is not None else 1
     f = tf.function(lambda x: tf.tanh(x) * x + 1.0,
                     input_signature=[tf.TensorSpec([None], tf.float32)])
     x = np.arange(5, dtype=np.float32)
@@ -141,7 +143,7 @@ def test_worker_crash_falls_back_to_tf_and_the_next_compile_restarts_it(disc, tm
         assert disc.wait_for_compiles(120)
     (c,) = disc.stats()["clusters"].values()
     assert c["compiles"] == 0 and c["runs"] == 3 and c["fallbacks"] == 3, c
-    assert worker.starts == starts + 1 and worker.pid is None
+    assert worker.starts == starts + fresh and worker.pid is None
     assert set(reasons(disc.stats())) - {"compiling"}, c   # the failure is counted
 
     disc.set_options(cxx="c++")
@@ -152,7 +154,7 @@ def test_worker_crash_falls_back_to_tf_and_the_next_compile_restarts_it(disc, tm
     np.testing.assert_allclose(g(x).numpy(), np.exp(x) * 2.0 - x, rtol=1e-6)
     c = [v for k, v in disc.stats()["clusters"].items() if v["compiles"]]
     assert len(c) == 1 and c[0]["cache_hits"] == 1, c
-    assert worker.starts == starts + 2 and worker.pid is not None
+    assert worker.starts == starts + fresh + 1 and worker.pid is not None
 
 
 PARENT = textwrap.dedent("""
