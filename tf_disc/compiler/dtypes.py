@@ -6,9 +6,17 @@ once.  F16/BF16 are storage types too: ops compute them in float32
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
 
-import ml_dtypes
 import numpy as np
+
+
+@functools.lru_cache(maxsize=None)
+def _numpy_type(spec: str) -> type:
+    """numpy's or another module's scalar type named "module.attr"."""
+    module, _, attr = spec.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,7 +24,15 @@ class DType:
     name: str        # IR spelling (MLIR style)
     tf_enum: int     # tensorflow DataType value
     tf_name: str     # DT_* name without prefix, for messages
-    np: type         # numpy scalar type
+    # numpy scalar type as "module.attr", imported on first use: ml_dtypes
+    # (bfloat16) takes about half a second to import, and the compile
+    # worker starts without it unless a model has bf16 values.
+    np_type: str
+
+    @property
+    def np(self) -> type:
+        """The numpy scalar type."""
+        return _numpy_type(self.np_type)
 
     @property
     def is_float(self) -> bool:
@@ -35,14 +51,14 @@ class DType:
         return np.dtype(self.np).itemsize
 
 
-F32 = DType("f32", 1, "float", np.float32)
-F64 = DType("f64", 2, "double", np.float64)
-I32 = DType("i32", 3, "int32", np.int32)
-I64 = DType("i64", 9, "int64", np.int64)
-BOOL = DType("i1", 10, "bool", np.bool_)
-QINT8 = DType("qi8", 11, "qint8", np.int8)
-F16 = DType("f16", 19, "half", np.float16)
-BF16 = DType("bf16", 14, "bfloat16", ml_dtypes.bfloat16)
+F32 = DType("f32", 1, "float", "numpy.float32")
+F64 = DType("f64", 2, "double", "numpy.float64")
+I32 = DType("i32", 3, "int32", "numpy.int32")
+I64 = DType("i64", 9, "int64", "numpy.int64")
+BOOL = DType("i1", 10, "bool", "numpy.bool_")
+QINT8 = DType("qi8", 11, "qint8", "numpy.int8")
+F16 = DType("f16", 19, "half", "numpy.float16")
+BF16 = DType("bf16", 14, "bfloat16", "ml_dtypes.bfloat16")
 HALF = (F16, BF16)
 
 ALL = (F32, F64, I32, I64, BOOL)
