@@ -1,10 +1,12 @@
 // Times one float GEMM C[m,n] = A[m,k] B[k,n] (row-major, dense) by one of
 // two implementations, in process CPU time divided by the thread count:
 //   ours - the runtime's RunGemm (gemm.h) as the op library calls it: blocks
-//          on a parallel-for, large dense products on an Eigen thread pool;
+//          on a parallel-for, large dense products by Eigen's contraction,
+//          both on one Eigen thread pool (as TF's intra-op pool serves both);
 //   mkl  - oneMKL's cblas_sgemm on its sequential threading layer, one call
 //          per row panel inside the same parallel-for (how a library would
-//          run on TF's pool without a thread pool of its own), loaded with
+//          run on TF's pool without a thread pool of its own; the same
+//          kind of Eigen pool), loaded with
 //          dlopen from the path given.
 // Built and run by benchmarks/gemm_library.py.
 //
@@ -42,9 +44,24 @@ Problem Make(int64_t m, int64_t k, int64_t n) {
   return {m, k, n, Filled(m * k, 7), Filled(k * n, 13), Filled(m * n, 3)};
 }
 
+// Runs fn(0..threads-1) on `pool` (the caller runs share 0), as TF's
+// intra-op ParallelFor runs on the same pool that serves Eigen's
+// contraction: one pool, no spinning second one competing with it.
+void RunShares(Eigen::ThreadPool& pool, int threads, const std::function<void(int)>& fn) {
+  Eigen::Barrier done(static_cast<unsigned>(threads - 1));
+  for (int w = 1; w < threads; ++w) {
+    pool.Schedule([&fn, &done, w] {
+      fn(w);
+      done.Notify();
+    });
+  }
+  fn(0);
+  done.Wait();
+}
+
 class Ours {
  public:
-  explicit Ours(int threads) : pool_(threads), eigen_(threads) {}
+  explicit Ours(int threads) : threads_(threads), eigen_(threads) {}
   bool Run(const Problem& p, std::string* error) {
     tf_disc::GemmArgs g{};
     g.dtype = DISC_DTYPE_FLOAT;
@@ -54,22 +71,22 @@ class Ours {
     g.c = p.c, g.ldc = p.n, g.stride_c = p.m * p.n;
     tf_disc::GemmParallelFor pfor = [&](int64_t blocks, int64_t,
                                         const std::function<void(int64_t, int64_t)>& fn) {
-      pool_.Run([&](int w) {
-        const int64_t b = blocks * w / pool_.threads(), e = blocks * (w + 1) / pool_.threads();
+      RunShares(eigen_, threads_, [&](int w) {
+        const int64_t b = blocks * w / threads_, e = blocks * (w + 1) / threads_;
         if (b < e) fn(b, e);
       });
     };
-    return tf_disc::RunGemm(g, pool_.threads(), &eigen_, pfor, error);
+    return tf_disc::RunGemm(g, threads_, &eigen_, pfor, error);
   }
 
  private:
-  Pool pool_;
+  int threads_;
   Eigen::ThreadPool eigen_;
 };
 
 class Mkl {
  public:
-  Mkl(int threads, const char* path) : pool_(threads) {
+  Mkl(int threads, const char* path) : threads_(threads), pool_(threads) {
     void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) return;
     auto set_layer = reinterpret_cast<SetLayerFn>(dlsym(lib, "MKL_Set_Threading_Layer"));
@@ -79,8 +96,8 @@ class Mkl {
   bool ok() const { return sgemm_ != nullptr; }
   // Row panels (multiples of 16 rows), one sequential sgemm each.
   void Run(const Problem& p) {
-    const int t = pool_.threads();
-    pool_.Run([&](int w) {
+    const int t = threads_;
+    RunShares(pool_, t, [&](int w) {
       const int64_t r0 = p.m * w / t / 16 * 16;
       const int64_t r1 = w + 1 == t ? p.m : p.m * (w + 1) / t / 16 * 16;
       if (r0 >= r1) return;
@@ -90,7 +107,8 @@ class Mkl {
   }
 
  private:
-  Pool pool_;
+  int threads_;
+  Eigen::ThreadPool pool_;
   SgemmFn sgemm_ = nullptr;
 };
 
