@@ -1,6 +1,5 @@
 #include "tf_disc/grappler/loop_support.h"
 
-#include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
