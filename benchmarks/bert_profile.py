@@ -56,6 +56,12 @@ def main() -> None:
     fn, requests = build(args.mode, config, workload(args.workload, config.vocab, quick=False))
     for r in requests:  # compile (ours: one executable) and warm up
         fn(*r)
+    if args.mode != "tf":  # compiles run in the background by default: wait, then warm up
+        import blade_disc_tf as disc
+
+        disc.wait_for_compiles()
+        for r in requests:
+            fn(*r)
     print("ready", flush=True)
     start, passes = time.perf_counter(), 0
     while passes == 0 or time.perf_counter() - start < args.seconds:
