@@ -22,13 +22,16 @@ from typing import Dict, List
 import kernel_build
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCES = ["tf_disc/runtime/cpu/conv_direct.cc", "tf_disc/runtime/cpu/kernel_policy.cc"]
+# conv_depthwise.cc split from conv_direct.cc: older trees have only the latter.
+SOURCES = ["tf_disc/runtime/cpu/conv_direct.cc", "tf_disc/runtime/cpu/conv_depthwise.cc",
+           "tf_disc/runtime/cpu/kernel_policy.cc"]
 
 
 def build(tree: str, out: str) -> None:
-    """The driver linked with `tree`'s conv_direct.cc (with the flags of this
-    machine's kernel library, kernel_build.py)."""
-    kernel_build.build_driver("conv_kernel_driver.cc", SOURCES, out, tree)
+    """The driver linked with `tree`'s convolution kernels (with the flags of
+    this machine's kernel library, kernel_build.py)."""
+    sources = [s for s in SOURCES if os.path.exists(os.path.join(tree, s))]
+    kernel_build.build_driver("conv_kernel_driver.cc", sources, out, tree)
 
 
 def driver_args(layer: str, threads: int) -> List[str]:

@@ -20,6 +20,9 @@
 #include <vector>
 
 #include "driver_util.h"
+#if __has_include("tf_disc/runtime/cpu/conv_depthwise.h")  // an A/B side may predate it
+#include "tf_disc/runtime/cpu/conv_depthwise.h"
+#endif
 #include "tf_disc/runtime/cpu/conv_direct.h"
 
 

@@ -75,11 +75,6 @@ bool UseDirectConv(const DiscWindowArgs& w);
 bool RunDirectConv(const DiscWindowArgs& w, int num_threads,
                    const GemmParallelFor& parallel_for, std::string* error);
 
-// Output rows [begin, end) (row = n * out_h + y) of a float depthwise
-// convolution with channel multiplier 1 (out_c == in_c), accumulating in
-// registers.
-void DepthwiseRowsF32(const DiscWindowArgs& w, int64_t begin, int64_t end);
-
 }  // namespace tf_disc
 
 #endif  // TF_DISC_RUNTIME_CPU_CONV_DIRECT_H_

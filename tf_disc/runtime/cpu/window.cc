@@ -1,6 +1,7 @@
 #include "tf_disc/runtime/cpu/window.h"
 
 #include "tf_disc/runtime/cpu/conv_bf16.h"
+#include "tf_disc/runtime/cpu/conv_depthwise.h"
 #include "tf_disc/runtime/cpu/conv_direct.h"
 #include "tf_disc/runtime/cpu/conv_filter_grad.h"
 #include "tf_disc/runtime/cpu/conv_transpose.h"
