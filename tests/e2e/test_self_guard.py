@@ -68,6 +68,14 @@ def test_slowed_cluster_routed_to_tf(disc, tmp_path):
         # Sampling ran some calls in TF, routing most of the rest.
         assert cluster["self_guard"]["tf_runs"] >= 40, cluster
         assert cluster["runs"] == 60 and cluster["fallbacks"] == 0, cluster
+        # explain() names the choice for this function's cluster.
+        explanation = disc.explain(layer)
+        (choice,) = explanation.self_guard
+        assert choice["route"] == "tf" and choice["bucket"] == slot["bucket"], choice
+        assert disc.stats()["clusters"][choice["cluster"]]["runs"] == 60
+        assert f"{choice['cluster']} key {slot['key']}" in str(explanation)
+        assert "runs in TF (compiled" in str(explanation)
+        assert explanation.to_dict()["self_guard"] == [choice]
     finally:
         disc.set_options(self_guard=False, min_cluster_size=2, cxx="c++")
 
@@ -83,6 +91,8 @@ def test_guard_off_never_runs_tf(disc, tmp_path):
             layer(x)
         cluster = _cluster(disc.stats())
         assert cluster["self_guard"] == {"tf_runs": 0, "slots": []}, cluster
+        assert disc.explain(layer).self_guard == []
+        assert "self-guard" not in str(disc.explain(layer))
         assert cluster["cache_hits"] == 19, cluster
     finally:
         disc.set_options(min_cluster_size=2, cxx="c++")

@@ -24,6 +24,22 @@
 namespace tf_disc {
 namespace {
 
+// The cluster functions the graph's DiscLaunch nodes call (its own nodes and
+// its library's functions, where loop and branch bodies live).
+std::vector<std::string> LaunchedFunctions(const tensorflow::GraphDef& graph) {
+  std::vector<std::string> out;
+  auto scan = [&out](const auto& nodes) {
+    for (const tensorflow::NodeDef& n : nodes) {
+      if (n.op() != "DiscLaunch") continue;
+      auto f = n.attr().find("f");
+      if (f != n.attr().end()) out.push_back(f->second.func().name());
+    }
+  };
+  scan(graph.node());
+  for (const tensorflow::FunctionDef& fdef : graph.library().function()) scan(fdef.node_def());
+  return out;
+}
+
 absl::Status NothingToDo(const char* why) {
   // Grappler reads Aborted as "graph unchanged".
   return absl::AbortedError(std::string("DiscOptimizer: ") + why);
@@ -184,6 +200,7 @@ absl::Status DiscOptimizer::Optimize(tensorflow::grappler::Cluster* /*cluster*/,
   int64_t nodes = 0;
   for (const auto& c : clusters) nodes += static_cast<int64_t>(c.size());
   RecordGraphRewritten(num_rewritten, nodes);
+  RecordGraphClusters(item.id, LaunchedFunctions(rewritten));
   RecordLeftOps(item.id, *analysis.graph, clusters);
   VLOG(1) << "DiscOptimizer: " << item.id << ": " << num_rewritten
           << " cluster(s), " << nodes << " node(s) of " << analysis.graph->node_size()

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "tf_disc/common/json.h"
@@ -23,6 +24,7 @@ struct Registry {
   std::atomic<int64_t> weight_packs[2]{{0}, {0}};  // [0]: bf16, [1]: fp32
   std::atomic<int64_t> weight_bytes[2]{{0}, {0}};
   std::map<std::string, int64_t> embedded_tiers;  // under mu
+  std::map<std::string, std::set<std::string>> graph_clusters;  // under mu
 };
 
 Registry& GetRegistry() {
@@ -239,6 +241,13 @@ void RecordOpsLeftInTf(const std::map<std::string, int64_t>& ops) {
   }
 }
 
+void RecordGraphClusters(const std::string& graph, const std::vector<std::string>& functions) {
+  if (functions.empty()) return;
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.graph_clusters[graph].insert(functions.begin(), functions.end());
+}
+
 void RecordExecutableLoaded(int64_t delta) {
   GetRegistry().loaded_executables += delta;
 }
@@ -283,6 +292,24 @@ std::string StatsToJson() {
               &out);
   out += ", \"ops_left_in_tf\": {";
   AppendCounts(r, r.ops_left, &out);
+  out += "}, \"graph_clusters\": {";
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    bool first_graph = true;
+    for (const auto& kv : r.graph_clusters) {
+      if (!first_graph) out += ", ";
+      first_graph = false;
+      json::AppendQuoted(kv.first, &out);
+      out += ": [";
+      bool first = true;
+      for (const std::string& f : kv.second) {
+        if (!first) out += ", ";
+        first = false;
+        json::AppendQuoted(f, &out);
+      }
+      out += "]";
+    }
+  }
   out += "}}, ";
   AppendField("loaded_executables",
               std::to_string(r.loaded_executables.load()), &out);

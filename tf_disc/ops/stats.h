@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tf_disc/ops/self_guard.h"
 
@@ -100,6 +101,12 @@ void RecordGraphRewritten(int64_t clusters, int64_t nodes_clustered);
 // `ops` as a delta (negative when a later pass over the same graph left
 // fewer); a count that reaches 0 is dropped.
 void RecordOpsLeftInTf(const std::map<std::string, int64_t>& ops);
+
+// The cluster functions (DiscLaunch "f") the optimizer put into graph
+// `graph` (its Grappler item id: a tf.function's concrete function name),
+// so that disc.explain can find a function's clusters among the stats.
+// disc.stats()["optimizer"]["graph_clusters"]; kept across resets.
+void RecordGraphClusters(const std::string& graph, const std::vector<std::string>& functions);
 
 // Gauge of dlopen'ed executables still referenced (not zeroed by a reset).
 void RecordExecutableLoaded(int64_t delta);

@@ -112,7 +112,8 @@ def stats() -> dict:
     run in TF meanwhile), self_guard (calls the self-guard ran in TF and its
     choice per key and size bucket); plus optimizer counters
     (with ops_left_in_tf: op type -> count of compute ops the optimizer left
-    outside clusters), loaded_executables (libraries held by live graphs'
+    outside clusters, and graph_clusters: graph (a concrete function's name)
+    -> the clusters it launches), loaded_executables (libraries held by live graphs'
     kernels), embedded_tiers (embedded executables loaded, per ISA tier) and
     cpu (the detected, capped and selected ISA tiers, the kernel library
     loaded, whether fast math runs the bf16 kernel: README "CPUs")."""

@@ -4,7 +4,9 @@ The decision is the optimizer's own: the GraphDef goes to the op library's
 DiscExplainGraph (tf_disc/grappler/explain_bridge.h), which runs the same
 analysis DiscOptimizer runs (support table, device, state, control-flow
 frames, static shapes, minimum cluster size) and returns a reason per node.
-This module only turns functions into GraphDefs and counts."""
+This module only turns functions into GraphDefs and counts, and adds what
+the self-guard chose for the function's clusters so far (disc.stats(): the
+optimizer records which clusters each graph it rewrote launches)."""
 from __future__ import annotations
 
 import collections
@@ -21,6 +23,11 @@ class Explanation:
     nodes: list[dict]
     clusters: list[list[str]]
     min_cluster_size: int
+    # The self-guard's slots of the clusters this function's graph launched
+    # in this process so far (disc.stats()), each with its cluster's name:
+    # per key and size bucket, whether calls run compiled ("disc"), in TF
+    # ("tf") or are still being timed ("sampling"), and the medians.
+    self_guard: list[dict] = dataclasses.field(default_factory=list)
 
     @property
     def not_clustered(self) -> list[dict]:
@@ -57,7 +64,7 @@ class Explanation:
                              for c, cov in zip(self.clusters, self.cluster_coverage())],
                 "not_clustered": [{k: n[k] for k in ("name", "op", "reason")}
                                   for n in self.not_clustered],
-                "reasons": self.reasons}
+                "reasons": self.reasons, "self_guard": self.self_guard}
 
     def __str__(self) -> str:
         lines = [f"coverage {self.coverage:.1%} of {self.compute_ops} compute ops in "
@@ -68,7 +75,41 @@ class Explanation:
         if self.not_clustered:
             lines.append("not clustered:")
             lines += [f"  {n['name']} ({n['op']}): {n['reason']}" for n in self.not_clustered]
+        if self.self_guard:
+            lines.append("self-guard (calls so far):")
+            lines += [f"  {_guard_line(s)}" for s in self.self_guard]
         return "\n".join(lines)
+
+
+_ROUTES = {"disc": "runs compiled", "tf": "runs in TF", "sampling": "timing both"}
+
+
+def _guard_line(slot: dict) -> str:
+    medians = (f" (compiled {slot['executable_ms']:.3g} ms, TF {slot['tf_ms']:.3g} ms)"
+               if slot["executable_ms"] and slot["tf_ms"] else "")
+    return (f"{slot['cluster']} key {slot['key']} size bucket {slot['bucket']}: "
+            f"{_ROUTES.get(slot['route'], slot['route'])}{medians}")
+
+
+def _graph_id(fn_or_graph: Any, args: tuple) -> Optional[str]:
+    """The name Grappler knew fn_or_graph's graph by (a concrete function's
+    name), or None for graphs that ran in no function (TF1, GraphDefs)."""
+    if hasattr(fn_or_graph, "get_concrete_function"):
+        fn_or_graph = fn_or_graph.get_concrete_function(*args)
+    name = getattr(fn_or_graph, "name", None)
+    if hasattr(fn_or_graph, "structured_outputs") and name:
+        return name.decode() if isinstance(name, bytes) else str(name)
+    return None
+
+
+def _guard_slots(stats: dict, graph_id: Optional[str]) -> list[dict]:
+    """The self-guard slots of graph_id's clusters (disc.stats() layout)."""
+    if graph_id is None:
+        return []
+    names = stats.get("optimizer", {}).get("graph_clusters", {}).get(graph_id, [])
+    clusters = stats.get("clusters", {})
+    return [{"cluster": name, **slot} for name in names if name in clusters
+            for slot in clusters[name]["self_guard"]["slots"]]
 
 
 def _graph_def(fn_or_graph: Any, args: tuple):
@@ -112,7 +153,8 @@ def explain(fn_or_graph: Any, *args: Any, min_cluster_size: Optional[int] = None
     """Which ops of fn_or_graph the optimizer would cluster, and why not the
     others.  fn_or_graph: a tf.function (traced with args, or its
     input_signature), a concrete function, a tf.Graph or a GraphDef; fed:
-    node names the caller feeds (TF1 sessions)."""
+    node names the caller feeds (TF1 sessions).  For a function that has run,
+    .self_guard lists the self-guard's choices for its clusters."""
     from . import api
 
     gdef = _graph_def(fn_or_graph, args)
@@ -122,4 +164,5 @@ def explain(fn_or_graph: Any, *args: Any, min_cluster_size: Optional[int] = None
                            "device": api.options().device})
     if "error" in reply:
         raise ValueError(f"explain(): {reply['error']}")
-    return Explanation(reply["nodes"], reply["clusters"], reply["min_cluster_size"])
+    guard = _guard_slots(api.stats(), _graph_id(fn_or_graph, args))
+    return Explanation(reply["nodes"], reply["clusters"], reply["min_cluster_size"], guard)
