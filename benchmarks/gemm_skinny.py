@@ -17,12 +17,7 @@ plus the read bandwidth of a plain streaming loop on 1 and 2 threads.
 Times are process CPU time per product / threads (the machine is shared:
 wall time counts other processes' turns); with --threads 1 both sides are
 one thread's cycles (TF: intra- and inter-op pools of one thread).
-
-Measured (Zen 4, 2 cores; read loop 20.8 GB/s on 1 thread, 43.6 on 2): at
-m = 8 ours streams the weight at 18-23 GB/s (the 1-thread bound) in
-0.34-0.35x TF's time; m = 16 0.33-0.60x; m = 32 0.78-0.86x; at m = 64 both
-are compute-bound at 80-100 GF/s (about 0.7-0.85 of the 118 GF/s fp32 peak)
-and ours takes 0.97-1.2x TF's time.
+The CPU's model and flags head the output: figures hold for that CPU only.
 """
 import argparse
 import os
@@ -33,6 +28,7 @@ import time
 from typing import List
 
 import kernel_build
+from platform_info import cpu_summary
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -88,6 +84,7 @@ def main() -> None:
     parser.add_argument("--no-tf", action="store_true")
     parser.add_argument("--check", action="store_true", help="also run the driver's sweep")
     args = parser.parse_args()
+    print(f"CPU: {cpu_summary()}")
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "driver")
         build(args.tree, exe)
