@@ -24,19 +24,16 @@
 namespace tf_disc {
 namespace {
 
-// The cluster functions the graph's DiscLaunch nodes call (its own nodes and
-// its library's functions, where loop and branch bodies live).
+// The cluster functions the graph's DiscLaunch nodes call.  Only its own
+// nodes: the bodies of functions it calls are Grappler items of their own,
+// recorded under their own ids.
 std::vector<std::string> LaunchedFunctions(const tensorflow::GraphDef& graph) {
   std::vector<std::string> out;
-  auto scan = [&out](const auto& nodes) {
-    for (const tensorflow::NodeDef& n : nodes) {
-      if (n.op() != "DiscLaunch") continue;
-      auto f = n.attr().find("f");
-      if (f != n.attr().end()) out.push_back(f->second.func().name());
-    }
-  };
-  scan(graph.node());
-  for (const tensorflow::FunctionDef& fdef : graph.library().function()) scan(fdef.node_def());
+  for (const tensorflow::NodeDef& n : graph.node()) {
+    if (n.op() != "DiscLaunch") continue;
+    auto f = n.attr().find("f");
+    if (f != n.attr().end()) out.push_back(f->second.func().name());
+  }
   return out;
 }
 

@@ -49,6 +49,18 @@ void AppendCounts(Registry& r, const std::map<std::string, int64_t>& counts, std
   }
 }
 
+// ["a", "b", ...] of a set of strings.
+void AppendQuotedList(const std::set<std::string>& items, std::string* out) {
+  *out += "[";
+  bool first = true;
+  for (const std::string& item : items) {
+    if (!first) *out += ", ";
+    first = false;
+    json::AppendQuoted(item, out);
+  }
+  *out += "]";
+}
+
 std::string Quoted(const std::string& s) {
   std::string out;
   json::AppendQuoted(s, &out);
@@ -202,14 +214,9 @@ void FunctionStats::AppendJson(std::string* out) const {
     AppendField("switches", std::to_string(g.switches), out);
     *out += "}";
   }
-  *out += "]}, \"keys\": [";
-  first = true;
-  for (const auto& key : keys_) {
-    if (!first) *out += ", ";
-    first = false;
-    json::AppendQuoted(key, out);
-  }
-  *out += "]}";
+  *out += "]}, \"keys\": ";
+  AppendQuotedList(keys_, out);
+  *out += "}";
 }
 
 FunctionStats* GetFunctionStats(const std::string& function) {
@@ -300,14 +307,8 @@ std::string StatsToJson() {
       if (!first_graph) out += ", ";
       first_graph = false;
       json::AppendQuoted(kv.first, &out);
-      out += ": [";
-      bool first = true;
-      for (const std::string& f : kv.second) {
-        if (!first) out += ", ";
-        first = false;
-        json::AppendQuoted(f, &out);
-      }
-      out += "]";
+      out += ": ";
+      AppendQuotedList(kv.second, &out);
     }
   }
   out += "}}, ";

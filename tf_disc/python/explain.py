@@ -91,11 +91,9 @@ def _guard_line(slot: dict) -> str:
             f"{_ROUTES.get(slot['route'], slot['route'])}{medians}")
 
 
-def _graph_id(fn_or_graph: Any, args: tuple) -> Optional[str]:
-    """The name Grappler knew fn_or_graph's graph by (a concrete function's
-    name), or None for graphs that ran in no function (TF1, GraphDefs)."""
-    if hasattr(fn_or_graph, "get_concrete_function"):
-        fn_or_graph = fn_or_graph.get_concrete_function(*args)
+def _graph_id(fn_or_graph: Any) -> Optional[str]:
+    """The name Grappler knew a concrete function's graph by, or None for
+    graphs that ran in no function (TF1, GraphDefs)."""
     name = getattr(fn_or_graph, "name", None)
     if hasattr(fn_or_graph, "structured_outputs") and name:
         return name.decode() if isinstance(name, bytes) else str(name)
@@ -119,8 +117,6 @@ def _graph_def(fn_or_graph: Any, args: tuple):
         return fn_or_graph
     if isinstance(fn_or_graph, tf.Graph):
         return fn_or_graph.as_graph_def()
-    if hasattr(fn_or_graph, "get_concrete_function"):  # tf.function
-        return fn_or_graph.get_concrete_function(*args).graph.as_graph_def()
     if hasattr(fn_or_graph, "graph") and hasattr(fn_or_graph, "structured_outputs"):
         return fn_or_graph.graph.as_graph_def()  # ConcreteFunction
     if callable(fn_or_graph):
@@ -157,6 +153,8 @@ def explain(fn_or_graph: Any, *args: Any, min_cluster_size: Optional[int] = None
     .self_guard lists the self-guard's choices for its clusters."""
     from . import api
 
+    if hasattr(fn_or_graph, "get_concrete_function"):  # tf.function: its trace for args
+        fn_or_graph = fn_or_graph.get_concrete_function(*args)
     gdef = _graph_def(fn_or_graph, args)
     size = min_cluster_size if min_cluster_size is not None else api.options().min_cluster_size
     reply = _call_library(gdef.SerializeToString(),
@@ -164,5 +162,5 @@ def explain(fn_or_graph: Any, *args: Any, min_cluster_size: Optional[int] = None
                            "device": api.options().device})
     if "error" in reply:
         raise ValueError(f"explain(): {reply['error']}")
-    guard = _guard_slots(api.stats(), _graph_id(fn_or_graph, args))
+    guard = _guard_slots(api.stats(), _graph_id(fn_or_graph))
     return Explanation(reply["nodes"], reply["clusters"], reply["min_cluster_size"], guard)
