@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from graph_inspection import tf2_function_graphs, total
+from loop_programs import loss_and_grad
 
 SEQ_SHAPES = [(1, 1), (2, 5), (8, 1), (3, 17), (1, 64), (4, 9), (8, 32), (5, 2), (2, 40),
               (7, 3), (1, 128), (6, 11), (3, 1), (8, 8), (2, 23), (1, 2), (4, 50), (5, 7),
@@ -145,3 +146,28 @@ def test_data_dependent_element_shape_stays_in_tf_and_is_explained(disc):
     assert int(f(np.zeros(3, np.float32), 4)) == 3 + 4  # runs in TF
     text = str(disc.explain(f, np.zeros(3, np.float32), 4))
     assert "TensorListReserve with a data-dependent element shape" in text, text
+
+
+def test_gradient_of_a_loop_is_one_cluster_compiled_once(disc):
+    specs = [tf.TensorSpec([None, 8], tf.float32), tf.TensorSpec([8, 8], tf.float32),
+             tf.TensorSpec([], tf.int32)]
+    rng = np.random.default_rng(3)
+    cases = [(2, 3), (1, 5), (4, 1), (3, 0), (1, 1), (6, 12), (5, 2), (2, 30)]
+    args = [(rng.standard_normal((b, 8)).astype(np.float32),
+             (rng.standard_normal((8, 8)) * 0.3).astype(np.float32), np.int32(n))
+            for b, n in cases]
+    disc.disable()
+    stock = tf.function(loss_and_grad, input_signature=specs)
+    want = [[t.numpy() for t in stock(*a)] for a in args]
+    disc.enable()
+    f = tf.function(loss_and_grad, input_signature=specs)
+    ops = _top_level_ops(lambda: f(*args[0]))
+    assert ops.count("DiscLaunch") == 1, ops
+    for op in ("While", "StatelessWhile", "EmptyTensorList", "TensorListPopBack"):
+        assert op not in ops, ops
+    for a, w in zip(args, want):
+        for got, ref in zip(f(*a), w):
+            np.testing.assert_allclose(got.numpy(), ref, rtol=1e-4, atol=1e-5)
+    stats = disc.stats()
+    assert total(stats, "compiles") == 1, stats
+    assert total(stats, "fallbacks") == 0, stats

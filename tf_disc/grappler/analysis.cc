@@ -24,7 +24,7 @@ bool HasFunctionalControlFlow(const tensorflow::GraphDef& graph) {
 
 bool HasListOps(const tensorflow::GraphDef& graph) {
   for (const auto& n : graph.node()) {
-    if (n.op().rfind("TensorList", 0) == 0) return true;
+    if (IsListOp(n.op())) return true;
   }
   return false;
 }

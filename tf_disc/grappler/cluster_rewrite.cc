@@ -48,6 +48,10 @@ struct ClusterPlan {
   std::vector<int> live_nodes;         // members whose names survive
   std::vector<TensorRef> results;
   std::vector<DataType> result_types;
+  // Results of a loop with TensorList outputs (no replacement node: a list
+  // never leaves the executable) that consumers outside read straight
+  // from the launch: result index of each such (node, port).
+  std::map<TensorRef, int> rewired;
   std::vector<int64_t> const_args;
   // The int32 args, in order: a GPU launch keeps them in host memory, as
   // TF does int32 tensors on GPUs.  They include every arg feeding a const
@@ -202,15 +206,26 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
       live = live || (cluster_of[e.dst] != cluster_id && !copied);
     }
     // A node with TensorList outputs (a loop) is kept alive by control edges
-    // or its name only: a list never leaves the executable, so it gets no
-    // results (a NoOp replacement).
+    // or its name only (a NoOp replacement): a list never leaves the
+    // executable.  Its other outputs that are read outside come straight
+    // from the launch (plan->rewired), as long as its name is not needed
+    // for them (a fetch by name).
     const bool lists = std::count(out_types.begin(), out_types.end(), tensorflow::DT_VARIANT) > 0;
     if (live && lists) {
+      const bool named = in.keep_names->count(graph.node(v).name()) > 0 ||
+                         coloc.count(graph.node(v).name()) > 0;
       for (const GraphEdge& e : index.out_edges[v]) {
-        if (e.src_port >= 0 && cluster_of[e.dst] != cluster_id) {
-          return absl::FailedPreconditionError("a loop's output leaves the cluster at " +
-                                               graph.node(v).name());
+        if (e.src_port < 0 || cluster_of[e.dst] == cluster_id) continue;
+        if (named || out_types[e.src_port] == tensorflow::DT_VARIANT) {
+          return absl::FailedPreconditionError(
+              "a loop's output leaves the cluster at " + graph.node(v).name() + " (output " +
+              std::to_string(e.src_port) + " read by " + graph.node(e.dst).name() + ")");
         }
+        const TensorRef ref{v, e.src_port};
+        if (plan->rewired.count(ref)) continue;
+        plan->rewired[ref] = static_cast<int>(plan->results.size());
+        plan->results.push_back(ref);
+        plan->result_types.push_back(tensorflow::BaseType(out_types[e.src_port]));
       }
       plan->live_nodes.push_back(v);
     } else if (live) {
@@ -387,7 +402,7 @@ NodeDef MakeReplacement(const tensorflow::GraphDef& graph, int v,
   node.set_device(orig.device());
   std::vector<DataType> types;
   for (size_t i = 0; i < plan.results.size(); ++i) {
-    if (plan.results[i].node != v) continue;
+    if (plan.results[i].node != v || plan.rewired.count(plan.results[i])) continue;
     node.add_input(TensorName(plan.launch_name, static_cast<int>(i)));
     types.push_back(plan.result_types[i]);
   }
@@ -402,6 +417,29 @@ NodeDef MakeReplacement(const tensorflow::GraphDef& graph, int v,
     SetTypeList(types, &(*node.mutable_attr())["T"]);
   }
   return node;
+}
+
+// Points inputs that read a rewired loop result (ClusterPlan::rewired) at
+// the launch's output instead.
+void RewireLoopResults(const tensorflow::GraphDef& graph, const std::vector<ClusterPlan>& plans,
+                       tensorflow::GraphDef* out) {
+  std::unordered_map<std::string, std::string> to;
+  for (const ClusterPlan& plan : plans) {
+    if (plan.launch_name.empty()) continue;  // a skipped cluster
+    for (const auto& kv : plan.rewired) {
+      const std::string& name = graph.node(kv.first.node).name();
+      const std::string launch = TensorName(plan.launch_name, kv.second);
+      to[name + ":" + std::to_string(kv.first.port)] = launch;
+      if (kv.first.port == 0) to[name] = launch;
+    }
+  }
+  if (to.empty()) return;
+  for (NodeDef& node : *out->mutable_node()) {
+    for (std::string& input : *node.mutable_input()) {
+      auto it = to.find(input);
+      if (it != to.end()) input = it->second;
+    }
+  }
 }
 
 }  // namespace
@@ -485,6 +523,7 @@ absl::Status RewriteClusters(const RewriteInput& in, tensorflow::GraphDef* out,
     }
   }
   for (NodeDef& launch : launches) *out->add_node() = std::move(launch);
+  RewireLoopResults(graph, plans, out);
   return absl::OkStatus();
 }
 

@@ -331,8 +331,12 @@ std::string ControlFlowRejectReason(const NodeDef& node, const FunctionLookup& l
                                      : CheckConditional(node, lookup, table, 0, {});
 }
 
+bool IsListOp(const std::string& op) {
+  return op.rfind("TensorList", 0) == 0 || op == "EmptyTensorList";
+}
+
 bool MayCarryList(const std::string& op, const SupportTable& table) {
-  return (op.rfind("TensorList", 0) == 0 && table.HasOp(op)) || IsFunctionalLoop(op) ||
+  return (IsListOp(op) && table.HasOp(op)) || IsFunctionalLoop(op) ||
          op == "Identity" || op == "IdentityN";
 }
 

@@ -63,6 +63,9 @@ tensorflow::DataType ReadOnlyResourceType(
 // cluster (TensorList ops the table admits, loops, Identity).
 bool MayCarryList(const std::string& op, const SupportTable& table);
 
+// A TensorList op: TensorList* or EmptyTensorList.
+bool IsListOp(const std::string& op);
+
 // (src, dst) node indices of the indexed graph's DT_VARIANT data edges:
 // found once per graph, then read by the two functions below every round.
 using VariantEdgeList = std::vector<std::pair<int, int>>;

@@ -122,10 +122,14 @@ bool ValueAllowed(const tensorflow::AttrValue& v, const std::set<std::string>& o
   return ok.count(EncodeAttrScalar(v)) > 0;
 }
 
+// DT_VARIANT (a TensorList) passes here as in the compiler's attr check
+// (frontend/lower.py): which ops may carry one is clustering.cc's rule
+// (HasUnsupportedType with MayCarryList), e.g. an Identity between loops.
 bool TypeAllowed(const tensorflow::AttrValue& v, const std::set<int>& ok) {
-  if (v.value_case() == tensorflow::AttrValue::kType) return ok.count(v.type()) > 0;
+  auto allowed = [&ok](int t) { return t == tensorflow::DT_VARIANT || ok.count(t) > 0; };
+  if (v.value_case() == tensorflow::AttrValue::kType) return allowed(v.type());
   if (v.value_case() != tensorflow::AttrValue::kList) return false;
-  for (int t : v.list().type()) if (!ok.count(t)) return false;
+  for (int t : v.list().type()) if (!allowed(t)) return false;
   return true;
 }
 

@@ -76,10 +76,16 @@ def lower_graph(g: GraphModel, inputs: list[dict], library: dict | None = None) 
 
 
 def lower_with_env(g: GraphModel, inputs: list[dict], library: dict | None = None,
-                   arg_dims: list[list] | None = None) -> tuple[Func, ShapeEnv]:
+                   arg_dims: list[list] | None = None,
+                   host_lists: dict[int, tuple] | None = None) -> tuple[Func, ShapeEnv]:
     """lower_graph, and the ShapeEnv that holds what it proved about dims.
     arg_dims (a loop's cond and body, ops/control_flow.py): per argument,
-    per dim an int (static) or a key; dims with one key share one symbol."""
+    per dim an int (static) or a key; dims with one key share one symbol.
+    host_lists (a loop body): in, an input spec's "host_list" (element dims
+    as arg_dims items) declares that argument a host list where every key
+    names an argument's dim; out, result index -> ("all", dims) for a host
+    list result, ("push", dims) for its argument with such an element
+    pushed (ops/tensor_list.py)."""
     if len(inputs) != len(g.arg_names):
         raise CompileError(f"signature has {len(inputs)} inputs, function "
                            f"{len(g.arg_names)} args")
@@ -112,6 +118,10 @@ def lower_with_env(g: GraphModel, inputs: list[dict], library: dict | None = Non
             env_vals[(f"{ARG}:{i}", 0)] = b.constant(value, dt, (len(value),))
         elif value is None and _value_dims(i, arg) is not None:
             bind_host(b, arg, _value_dims(i, arg))
+    for i, spec in enumerate(inputs):
+        items = spec.get("host_list")
+        if items is not None and all(isinstance(d, int) or d in shared for d in items):
+            b.host_lists[args[i]] = [str(d) if isinstance(d, int) else shared[d] for d in items]
     for node in g.nodes:
         rule = lookup(node.op) if node.op else None
         try:
@@ -135,6 +145,12 @@ def lower_with_env(g: GraphModel, inputs: list[dict], library: dict | None = Non
     except KeyError as e:
         raise CompileError(f"return value {e} is not produced") from None
     rets = [materialize(b, v) for v in rets]
+    if host_lists is not None:
+        for i, v in enumerate(rets):
+            if v in b.host_lists:
+                host_lists[i] = ("all", b.host_lists[v])
+            elif v in b.host_pushes and i < len(args) and b.host_pushes[v][0] is args[i]:
+                host_lists[i] = ("push", b.host_pushes[v][1])
     for v in dict.fromkeys(rets):
         b.ops.extend(b.result_checks.get(v, []))
     attrs = {"ret_names": g.ret_names}

@@ -32,6 +32,12 @@ class Builder:
         # was set (ops/control_flow.py): value -> (while op, [loop variable,
         # TF's text of the element shape]).
         self.unset_lists: dict[Value, tuple[Op, list]] = {}
+        # TensorLists whose every element is shape-valued with these dims
+        # (ops/tensor_list.py: a gradient loop's shape accumulators), and
+        # lists that are a function argument with one such element pushed:
+        # value -> (the argument, dims).
+        self.host_lists: dict[Value, list[str]] = {}
+        self.host_pushes: dict[Value, tuple[Value, list[str]]] = {}
 
     # -- generic ------------------------------------------------------------
     def emit(self, name: str, operands: list[Value], dtype: DType,

@@ -107,17 +107,19 @@ def arg_templates(b, xs: list, keep: list[list[bool]]) -> list[list]:
     return out
 
 
-def _lower_body(b, node, xs: list, specs: list[dict]):
+def _lower_body(b, node, xs: list, specs: list[dict], host_lists: dict):
     """(body, its ShapeEnv, the argument dims used): the body lowered with
     the operands' dims (static ones, and equal ones shared) wherever it
     keeps them, so that loop bodies see what straight-line code would;
-    a dim the body changes is dropped and the body lowered again."""
+    a dim the body changes is dropped and the body lowered again.
+    host_lists: what the last lowering found (frontend/lower.py)."""
     from ..frontend.lower import lower_with_env
     g = nested_function(b, node, node.attrs.get("body"))
     keep = [[True] * x.type.rank for x in xs]
     for _ in range(MAX_BODY_ROUNDS):
         dims = arg_templates(b, xs, keep)
-        body, env = lower_with_env(g, specs, b.library, dims)
+        host_lists.clear()
+        body, env = lower_with_env(g, specs, b.library, dims, host_lists)
         changed = False
         for k, (a, r) in enumerate(zip(body.args, body.rets)):
             if len(r.shape) != len(a.shape):
@@ -129,8 +131,48 @@ def _lower_body(b, node, xs: list, specs: list[dict]):
         if not changed:
             return body, env, dims
     dims = arg_templates(b, xs, [[False] * x.type.rank for x in xs])
-    body, env = lower_with_env(g, specs, b.library, dims)
+    host_lists.clear()
+    body, env = lower_with_env(g, specs, b.library, dims, host_lists)
     return body, env, dims
+
+
+def _host_list_templates(b, dims: list[str]) -> list:
+    """A host list's element dims as arg_dims items (frontend/lower.py)."""
+    return [int(d) if is_static(d) else ("dim", b.env.canon(d)) for d in dims]
+
+
+def _caller_dims(body_dims: list[str], body, env, templates: list[list]) -> list[str] | None:
+    """Dims of the body in the caller's terms: static ones, and those equal
+    to an argument dim the body keeps (the same in every iteration); None
+    when one is neither."""
+    out = []
+    for d in body_dims:
+        if is_static(d):
+            out.append(d)
+            continue
+        found = next((t[1] for a, dims in zip(body.args, templates)
+                      for ad, t in zip(a.shape, dims)
+                      if isinstance(t, tuple) and t[0] == "dim" and env.known_equal(d, ad)), None)
+        if found is None:
+            return None
+        out.append(found)
+    return out
+
+
+def _mark_host_lists(b, xs: list, results: list, facts: dict, body, env, templates) -> None:
+    """Loop results that are host lists (Builder.host_lists): a host list
+    operand the body keeps one (only pops or passes it on), or an empty or
+    host list operand the body pushes the same shape-valued element onto
+    in every iteration (while_v2's shape accumulators)."""
+    for k, (kind, body_dims) in facts.items():
+        operand = b.host_lists.get(xs[k]) if not isinstance(xs[k], PendingList) else None
+        if kind == "all" and operand is not None:
+            b.host_lists[results[k]] = operand
+        elif kind == "push":
+            dims = _caller_dims(body_dims, body, env, templates)
+            empty = (xs[k].n if isinstance(xs[k], PendingList) else xs[k].shape[0]) == "0"
+            if dims is not None and (empty or operand == dims):
+                b.host_lists[results[k]] = dims
 
 
 def lower_while(b, node, xs):
@@ -140,7 +182,11 @@ def lower_while(b, node, xs):
             raise Unsupported(f"node '{node.name}' ({node.op}): loop variable {i} is a "
                               "resource")
     specs = [{"dtype": x.dtype.tf_enum, "rank": x.type.rank} for x in xs]
-    body, env, dims = _lower_body(b, node, xs, specs)
+    for spec, x in zip(specs, xs):
+        if not isinstance(x, PendingList) and x in b.host_lists:
+            spec["host_list"] = _host_list_templates(b, b.host_lists[x])
+    facts: dict = {}
+    body, env, dims = _lower_body(b, node, xs, specs, facts)
     cond, _ = lower_with_env(nested_function(b, node, node.attrs.get("cond")), specs,
                              b.library, dims)
     if len(cond.rets) != 1 or not cond.rets[0].dtype.is_bool or cond.rets[0].type.rank:
@@ -158,6 +204,7 @@ def lower_while(b, node, xs):
                for x, a, r in zip(operands, body.args, body.rets)]
     op = Op("while", operands, results, {"node": node.name}, funcs=[cond, body])
     b.ops.append(op)
+    _mark_host_lists(b, xs, results, facts, body, env, dims)
     for k, (x, r) in enumerate(zip(xs, results)):
         if isinstance(x, PendingList) and (x.elem is None or UNKNOWN in x.elem):
             # TF knows this list's element shape only once a row is set: a

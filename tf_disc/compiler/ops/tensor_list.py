@@ -94,6 +94,17 @@ def lower_reserve(b, node, xs):
     return [materialize(b, pending)]
 
 
+def lower_empty(b, node, xs):
+    """EmptyTensorList (while_v2's gradient accumulators): a reserved list of
+    no elements.  max_num_elements is not enforced: a push beyond it, an
+    error in TF, succeeds here (the accumulators never exceed theirs)."""
+    elem = _element_shape(b, xs[0], node)
+    pending = PendingList(node.name, dtypes.from_tf(node.attrs["element_dtype"]), "0", elem)
+    if elem is None or UNKNOWN in elem:
+        return [pending]
+    return [materialize(b, pending)]
+
+
 def lower_from_tensor(b, node, xs):
     tensor, shape = xs
     if tensor.type.rank < 1:
@@ -147,14 +158,59 @@ def lower_set_item(b, node, xs):
                    lst.shape)]
 
 
+def _is_empty(lst) -> bool:
+    n = lst.n if isinstance(lst, PendingList) else lst.shape[0]
+    return n == "0"
+
+
 def lower_push_back(b, node, xs):
     lst, item = xs
+    empty = _is_empty(lst)
     lst = _with_item(b, node, lst, item, "Tried to push a tensor with incompatible shape. Item "
                      "element shape: {0} list shape: {1}")
     from ..shapes.symbolic import dim_add
     row = b.emit("reshape", [item], item.dtype, ("1",) + lst.shape[1:])
-    return [b.emit("concatenate", [lst, row], lst.dtype, (dim_add(lst.shape[0], "1"),)
-                   + lst.shape[1:], dimension=0)]
+    out = b.emit("concatenate", [lst, row], lst.dtype, (dim_add(lst.shape[0], "1"),)
+                 + lst.shape[1:], dimension=0)
+    _track_host_push(b, lst, item, empty, out)
+    return [out]
+
+
+def _track_host_push(b, lst, item, empty: bool, out) -> None:
+    """A shape-valued item pushed onto an empty list, or onto one holding
+    only the same dims, makes a host list (Builder.host_lists); pushed onto
+    another list (a loop body's argument), a host push the loop checks
+    (ops/control_flow.py)."""
+    dims = host_dims(b, item)
+    if dims is None or item.type.rank > 1:
+        return
+    if empty or b.host_lists.get(lst) == dims:
+        b.host_lists[out] = dims
+    else:
+        b.host_pushes[out] = (lst, dims)
+
+
+def lower_pop_back(b, node, xs):
+    """The last element and the list without it: a view of its first n-1
+    rows.  An empty list fails in the gather at index -1 (TF's
+    InvalidArgument, naming the node).  From a host list (a gradient loop's
+    shape accumulator) the element is shape-valued, without a gather."""
+    lst = materialize(b, xs[0])
+    if lst.type.rank < 1:
+        raise ShapeError(f"node '{node.name}' (TensorListPopBack): a list of rank "
+                         f"{lst.type.rank}")
+    from ..shapes.symbolic import dim_mul, dim_sub
+    last = dim_sub(lst.shape[0], "1")
+    row = dim_mul(*lst.shape[1:]) if lst.type.rank > 1 else "1"
+    rest = b.emit("view", [lst], lst.dtype, (last,) + lst.shape[1:],
+                  strides=[row] + [dim_mul(*lst.shape[k + 1:]) if lst.shape[k + 1:] else "1"
+                                   for k in range(1, lst.type.rank)], base="0")
+    dims = b.host_lists.get(lst)
+    if dims is not None:  # every element holds these dims: the item is shape-valued
+        b.host_lists[rest] = dims
+        return [rest, make_host(b, dims, lst.dtype, scalar=lst.type.rank == 1)]
+    index = make_host(b, [last], dtypes.I32, scalar=True)
+    return [rest, b.emit("gather", [lst, index], lst.dtype, lst.shape[1:], axis=0)]
 
 
 def lower_length(b, node, xs):
@@ -177,12 +233,16 @@ def _rule(name, lower, **kw):
 
 RULES = [
     _rule("TensorListReserve", lower_reserve, const_inputs=(0,), value_inputs=(1,)),
+    _rule("EmptyTensorList", lower_empty, const_inputs=(0,)),
     _rule("TensorListFromTensor", lower_from_tensor, const_inputs=(1,)),
     _rule("TensorListStack", lower_stack, const_inputs=(1,)),
     _rule("TensorListGetItem", lower_get_item, const_inputs=(2,)),
     _rule("TensorListSetItem", lower_set_item,
           attr_values={"resize_if_index_out_of_bounds": (False,)}),
     _rule("TensorListPushBack", lower_push_back),
+    OpRule("TensorListPopBack", lower_pop_back, {"element_dtype": ALL},
+           dtype_rule=lambda d, a: [dtypes.from_tf(a["element_dtype"])] * 2,
+           shape_rule=lambda env, s, a: [None, None], fusion="list", const_inputs=(1,)),
     OpRule("TensorListLength", lower_length, {}, dtype_rule=lambda d, a: [dtypes.I32],
            shape_rule=lambda env, s, a: [()], fusion="list"),
 ]
