@@ -6,9 +6,11 @@ pass over the requests (tracing and compiling included, ours from an empty
 cache: `ours` compiles synchronously, `ours_async` runs calls in TF until
 the executable is ready); steady = median over --repeats passes, the modes
 interleaved; ratio = stock / ours.  Coverage counts compute ops inside
-DiscLaunch, the loop's cond and body included.
+DiscLaunch, the loop's cond and body included.  --train times a training
+step instead: the loss and its gradients for every weight (GradientTape;
+the backward loop while_v2 builds), without the optimizer's update.
 
-    python benchmarks/keras_rnn.py [--units 128] [--requests 6] [--repeats 7]
+    python benchmarks/keras_rnn.py [--units 128] [--requests 6] [--repeats 7] [--train]
 """
 from __future__ import annotations
 
@@ -67,6 +69,19 @@ def _pass(fn: Callable, reqs: List[np.ndarray]) -> List[np.ndarray]:
 def _fresh(model) -> Callable:
     return tf.function(lambda x: model(x, training=False),
                        input_signature=[tf.TensorSpec([None, None], tf.int32)])
+
+
+def _fresh_train(model) -> Callable:
+    """A training step: the loss and its gradients, flattened into one
+    vector (one output to compare and time)."""
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        return tf.concat([tf.reshape(loss, [1])] + [tf.reshape(tf.convert_to_tensor(g), [-1])
+                                                    for g in grads], 0)
+
+    return tf.function(step, input_signature=[tf.TensorSpec([None, None], tf.int32)])
 
 
 def _cluster_ops(dump_dir: str) -> dict:
@@ -165,12 +180,14 @@ def cold_and_steady(label: str, fresh: Callable[[], Callable],
 def bench(cell: str, args) -> dict:
     model = make_model(cell, args.vocab, args.embed, args.units)
     reqs = requests(args.requests, args.vocab)
+    fresh = _fresh_train if args.train else _fresh
     modes.configure_disc(False)
-    stock_compute_ops = stock_ops(_fresh(model), reqs[0])
-    row = cold_and_steady(cell, lambda: _fresh(model), lambda fn: _pass(fn, reqs), args.repeats)
+    stock_compute_ops = stock_ops(fresh(model), reqs[0])
+    row = cold_and_steady(cell + (" train" if args.train else ""), lambda: fresh(model),
+                          lambda fn: _pass(fn, reqs), args.repeats)
     modes.configure_disc(True)
     row["stock_tf_ops"] = stock_compute_ops
-    row.update(coverage_columns(loop_coverage(lambda: _fresh(model)(reqs[0]))))
+    row.update(coverage_columns(loop_coverage(lambda: fresh(model)(reqs[0]))))
     return row
 
 
@@ -182,6 +199,8 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=128)
     parser.add_argument("--requests", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--train", action="store_true",
+                        help="time a training step (loss and gradients)")
     args = parser.parse_args()
     print(f"CPU: {cpu_summary()}; TF {tf.__version__}")
     rows = [bench(cell, args) for cell in args.models.split(",")]

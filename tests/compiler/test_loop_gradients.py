@@ -78,3 +78,25 @@ def test_gradient_of_a_while_loop(compiler):
         w = (rng.standard_normal((units, units)) * 0.3).astype(np.float32)
         # TF's graph (eager runs no loop for n = 0 and has no gradient)
         _check(exe, dt, graph, [x, w, np.int32(n)], tol=1e-4)
+
+
+def _list_arithmetic(x):
+    """What gradients do with lists besides push and pop: zeros like a list,
+    lists summed (AddN), a list's element shape (dense: its dims; reserved
+    with unknown dims: -1 there, as TF answers)."""
+    lst = tf.raw_ops.TensorListFromTensor(tensor=x, element_shape=tf.shape(x)[1:])
+    zeros = tf.raw_ops.ZerosLike(x=lst)
+    total = tf.raw_ops.AddN(inputs=[lst, zeros, lst])
+    reserved = tf.raw_ops.TensorListReserve(element_shape=[-1, 3], num_elements=2,
+                                            element_dtype=F)
+    return (tf.raw_ops.TensorListStack(input_handle=total, element_shape=tf.shape(x)[1:],
+                                       element_dtype=F),
+            tf.raw_ops.TensorListElementShape(input_handle=lst, shape_type=tf.int32),
+            tf.raw_ops.TensorListElementShape(input_handle=reserved, shape_type=tf.int64))
+
+
+def test_zeros_sum_and_element_shape_of_lists(compiler):
+    exe, dt = _compile(compiler, _list_arithmetic, [tf.TensorSpec([None, None, 3], F)])
+    rng = np.random.default_rng(7)
+    for shape in [(2, 4, 3), (1, 1, 3), (5, 2, 3)]:
+        _check(exe, dt, _list_arithmetic, [rng.standard_normal(shape).astype(np.float32)])

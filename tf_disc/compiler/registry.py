@@ -7,14 +7,14 @@ from .errors import Unsupported
 from .ops import (binary, bucketize, gather_nd, grads, matmul, misc, nn_conv, nn_norm, quantize,
                   nn_conv_grad, reduce, select, shape_ops, unary)
 from .ops import (band_part, bias_grad, broadcast_grad, dynamic_stitch, half, permutation, segment,
-                  sparse_xent, split_reverse, topk, unsorted_segment)
+                  sparse_xent, split_reverse, strided_slice, topk, unsorted_segment)
 from .ops import conditional, control_flow, tensor_list
 from .ops.rule import OpRule
 
 FAMILIES = (unary, binary, select, misc, matmul, shape_ops, reduce, grads, bucketize, gather_nd,
             quantize, nn_conv, nn_conv_grad, nn_norm, band_part, segment, broadcast_grad,
-            dynamic_stitch, bias_grad, permutation, unsorted_segment, sparse_xent, split_reverse, topk,
-            control_flow, conditional, tensor_list)
+            dynamic_stitch, bias_grad, permutation, unsorted_segment, sparse_xent, split_reverse,
+            strided_slice, topk, control_flow, conditional, tensor_list)
 
 
 def _build() -> dict[str, OpRule]:

@@ -2,8 +2,12 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+
 #include <map>
 #include <numeric>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -52,6 +56,51 @@ bool IsOneOf(const std::string& op, std::initializer_list<const char*> ops) {
 
 bool IsFrameOp(const std::string& op) {
   return IsOneOf(op, {"Enter", "Exit", "Switch", "Merge", "NextIteration", "LoopCond"});
+}
+
+// Whether a TensorList of the functionalized loop `loop` comes from or goes
+// to a frame left in TF (through Identity nodes): the optimizer could not
+// cluster the loop (a list never crosses a cluster's boundary), and a
+// functional loop run by TF misses the rewrites its frames get (oneDNN's).
+bool ListsTouchFrames(const tensorflow::GraphDef& graph, const tensorflow::NodeDef& loop) {
+  std::unordered_map<std::string, const tensorflow::NodeDef*> by_name;
+  std::unordered_map<std::string, std::vector<const tensorflow::NodeDef*>> readers;
+  for (const tensorflow::NodeDef& n : graph.node()) {
+    by_name[n.name()] = &n;
+    for (const std::string& in : n.input()) {
+      if (in.empty() || in[0] == '^') continue;
+      readers[in.substr(0, in.find(':'))].push_back(&n);
+    }
+  }
+  const std::vector<tensorflow::DataType> types = TypesAttr(loop, "T");
+  std::vector<const tensorflow::NodeDef*> stack;
+  std::unordered_set<const tensorflow::NodeDef*> seen{&loop};
+  for (size_t k = 0; k < types.size() && k < static_cast<size_t>(loop.input_size()); ++k) {
+    if (types[k] != tensorflow::DT_VARIANT) continue;
+    auto it = by_name.find(loop.input(k).substr(0, loop.input(k).find(':')));
+    if (it != by_name.end() && seen.insert(it->second).second) stack.push_back(it->second);
+  }
+  if (std::count(types.begin(), types.end(), tensorflow::DT_VARIANT) > 0) {
+    for (const tensorflow::NodeDef* r : readers[loop.name()]) {
+      if (seen.insert(r).second) stack.push_back(r);
+    }
+  }
+  while (!stack.empty()) {
+    const tensorflow::NodeDef* n = stack.back();
+    stack.pop_back();
+    if (IsFrameOp(n->op())) return true;
+    if (n->op() != "Identity" && n->op() != "IdentityN") continue;
+    for (const std::string& in : n->input()) {
+      auto it = by_name.find(in.substr(0, in.find(':')));
+      if (!in.empty() && in[0] != '^' && it != by_name.end() && seen.insert(it->second).second) {
+        stack.push_back(it->second);
+      }
+    }
+    for (const tensorflow::NodeDef* r : readers[n->name()]) {
+      if (seen.insert(r).second) stack.push_back(r);
+    }
+  }
+  return false;
 }
 
 // Ops a functionalized body may hold besides clusterable ones: frame ops
@@ -343,7 +392,10 @@ absl::Status FunctionalizeLegacyFrames(const SupportTable& table,
         continue;
       }
       ++produced;
-      const std::string why = ControlFlowRejectReason(node, lookup, table);
+      std::string why = ControlFlowRejectReason(node, lookup, table);
+      if (why.empty() && node.op() == "While" && ListsTouchFrames(candidate, node)) {
+        why = "its TensorLists come from or go to a loop left in TF";
+      }
       if (why.empty()) continue;
       const std::string& key = node.op() == "While" ? node.name() : node.input(0);
       auto it = group_by_name.find(key.substr(0, key.find(':')));

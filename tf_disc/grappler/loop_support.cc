@@ -112,15 +112,6 @@ std::vector<const FunctionDef*> BranchFunctions(const NodeDef& node,
 
 namespace {
 
-// Loop variable k is passed through unchanged by the body.
-bool Invariant(const FunctionDef& body, int k) {
-  if (k >= body.signature().input_arg_size() || k >= body.signature().output_arg_size()) {
-    return false;
-  }
-  auto it = body.ret().find(body.signature().output_arg(k).name());
-  return it != body.ret().end() && it->second == body.signature().input_arg(k).name();
-}
-
 // The conditional `node` passes resource `arg` only to branch arguments
 // that every branch only reads (read_hoisting.cc reads it before the
 // conditional, in the function holding it).
@@ -142,7 +133,7 @@ bool OnlyBranchesRead(const NodeDef& node, const std::string& arg, const Functio
 // whose branches only read it); cond ignores it.
 bool HoistableResource(const FunctionDef& cond, const FunctionDef& body, int k,
                        const FunctionLookup& lookup) {
-  if (!Invariant(body, k) || k >= cond.signature().input_arg_size()) return false;
+  if (!LoopVarPassesThrough(body, k) || k >= cond.signature().input_arg_size()) return false;
   if (!ArgReaders(cond, cond.signature().input_arg(k).name()).empty()) return false;
   const std::string& arg = body.signature().input_arg(k).name();
   for (int i : ArgReaders(body, arg)) {
@@ -179,6 +170,16 @@ std::string CheckLoop(const NodeDef& node, const FunctionLookup& lookup,
              "passes on";
     }
     readable.insert(body->signature().input_arg(k).name());
+  }
+  // A list is one dense buffer in the executable (compiler/ops/tensor_list.py):
+  // each append copies it, so a loop appending every iteration (a gradient's
+  // accumulators, Keras' weights among them) costs the square of its trip
+  // count where TF's appends cost nothing; such loops stay in TF.
+  for (const NodeDef& n : body->node_def()) {
+    if (n.op() == "TensorListPushBack") {
+      return "TensorListPushBack in the body (node " + n.name() +
+             "): each append copies the list";
+    }
   }
   std::string why = CheckFunction(*cond, {}, lookup, table, depth);
   if (why.empty()) why = CheckFunction(*body, readable, lookup, table, depth);
@@ -278,10 +279,15 @@ std::string CheckNode(const NodeDef& n, const std::set<std::string>& readable,
   std::string refused;
   const OpSupport* support = table.Match(n, *op_def, &refused);
   if (support == nullptr) return op + " with " + refused;
-  if (lists) {  // a list's element shape must be known when the loop is compiled
+  if (lists) {  // a list's element shape must be known when the loop is compiled:
+    // a constant, the shape of a tensor or of a list's elements (dims the
+    // compiler knows), or one a gradient's shape accumulator pops (a host
+    // list, compiler/ops/tensor_list.py)
+    static const std::set<std::string>* known = new std::set<std::string>{
+        "Const", "Shape", "TensorListElementShape", "TensorListPopBack"};
     for (int i : support->const_inputs) {
       auto it = i < n.input_size() ? producers.find(RefNode(n.input(i))) : producers.end();
-      if (it == producers.end() || it->second != "Const") {
+      if (it == producers.end() || !known->count(it->second)) {
         return op + " with a data-dependent element shape (input " + std::to_string(i) + ")";
       }
     }
@@ -331,13 +337,21 @@ std::string ControlFlowRejectReason(const NodeDef& node, const FunctionLookup& l
                                      : CheckConditional(node, lookup, table, 0, {});
 }
 
+bool LoopVarPassesThrough(const FunctionDef& body, int k) {
+  if (k >= body.signature().input_arg_size() || k >= body.signature().output_arg_size()) {
+    return false;
+  }
+  auto it = body.ret().find(body.signature().output_arg(k).name());
+  return it != body.ret().end() && it->second == body.signature().input_arg(k).name();
+}
+
 bool IsListOp(const std::string& op) {
   return op.rfind("TensorList", 0) == 0 || op == "EmptyTensorList";
 }
 
 bool MayCarryList(const std::string& op, const SupportTable& table) {
   return (IsListOp(op) && table.HasOp(op)) || IsFunctionalLoop(op) ||
-         op == "Identity" || op == "IdentityN";
+         op == "Identity" || op == "IdentityN" || op == "ZerosLike" || op == "AddN";
 }
 
 namespace {

@@ -60,8 +60,11 @@ tensorflow::DataType ReadOnlyResourceType(
     const std::vector<const tensorflow::FunctionDef*>& branches, int k);
 
 // Whether a node of this op may have DT_VARIANT inputs or outputs in a
-// cluster (TensorList ops the table admits, loops, Identity).
+// cluster (TensorList ops the table admits, loops, Identity, ZerosLike, AddN).
 bool MayCarryList(const std::string& op, const SupportTable& table);
+
+// Whether a loop's body returns its argument k unchanged.
+bool LoopVarPassesThrough(const tensorflow::FunctionDef& body, int k);
 
 // A TensorList op: TensorList* or EmptyTensorList.
 bool IsListOp(const std::string& op);

@@ -6,6 +6,7 @@ from ..dtypes import ALL, NUMERIC
 from ..errors import Unsupported, template_text
 from .hostvals import host_dims, make_host
 from .rule import OpRule, same_shape
+from .tensor_list import PendingList
 
 
 def lower_const(b, node, xs):
@@ -54,6 +55,13 @@ def lower_bias_add(b, node, xs):
 
 
 def lower_add_n(b, node, xs):
+    """Also of TensorLists (a gradient summing two lists' gradients): dense
+    buffers add elementwise; a list no op has set is all zeros."""
+    dense = [x for x in xs if not isinstance(x, PendingList)]
+    if len(dense) < len(xs):
+        if not dense:
+            return [xs[0]]
+        xs = dense
     acc = xs[0]
     shape = acc.shape
     for i, x in enumerate(xs[1:], start=1):
@@ -69,6 +77,8 @@ def lower_add_n(b, node, xs):
 
 def _fill(value):
     def lower(b, node, xs):
+        if value == 0 and isinstance(xs[0], PendingList):  # a list no op has set: zeros
+            return [xs[0]]
         return [b.scalar_like(value, xs[0])]
     return lower
 
@@ -92,6 +102,7 @@ RULES = [
     OpRule("BiasAdd", lower_bias_add, {"T": NUMERIC},
            attr_values={"data_format": ("NHWC",)}, shape_rule=same_shape),
     OpRule("AddN", lower_add_n, {"T": NUMERIC}),
+    # Of a TensorList too (a gradient's zeros for a list): zero elements.
     OpRule("ZerosLike", _fill(0), {"T": ALL}),
     OpRule("OnesLike", _fill(1), {"T": ALL}),
 ]

@@ -1,6 +1,6 @@
 """Shape and layout ops: Shape/Size/Rank, Reshape, ExpandDims, Squeeze,
-Transpose, BroadcastTo, Fill, Range, ConcatV2, Pack/Unpack, Slice,
-StridedSlice, Tile, Pad/PadV2, GatherV2, OneHot.
+Transpose, BroadcastTo, Fill, Range, ConcatV2, Pack/Unpack, Slice, Tile,
+Pad/PadV2, GatherV2, OneHot (StridedSlice: strided_slice.py).
 
 Shape-valued tensors are evaluated symbolically (hostvals.py); data moves
 through the "index" IR ops (view, reshape, tile, pad, concatenate, gather,
@@ -345,111 +345,6 @@ def lower_slice(b, node, xs):
     return [_view(b, x, out_shape, st, base)]
 
 
-def _clamp(v, lo, hi):
-    return dim_min(dim_max(v, lo), hi)
-
-
-def _bound_dims(b, v, node, what: str) -> list[str]:
-    """StridedSlice begin/end as dims: constants, or values the host computes
-    from shapes in the cluster (pos_emb[:tf.shape(x)[1]])."""
-    d = host_dims(b, v)
-    if d is None:
-        d = [str(int(t)) for t in const_array(b, v, node, what)] if v.dtype.is_int else None
-    if d is None:
-        raise Unsupported(f"node '{node.name}' (StridedSlice): {what} is not computable")
-    return d
-
-
-def _wrap(i: str, n: str) -> str:
-    """A possibly negative index i counted from the end of a dim of size n."""
-    if is_static(i):
-        return dim_add(n, i) if int(i) < 0 else i
-    if known_nonneg(i):  # a size (a symbol), never negative
-        return i
-    return dim_ifzero(dim_min(i, "0"), i, dim_add(i, n))
-
-
-def lower_strided_slice(b, node, xs):
-    x, bg, en, sd = xs
-    begin = _bound_dims(b, bg, node, "begin")
-    end = _bound_dims(b, en, node, "end")
-    strides = const_ints(b, sd, node, "strides")
-    if not len(begin) == len(end) == len(strides):
-        raise ShapeError(f"Expected begin, end, and strides to be 1D equal size tensors "
-                         f"(node '{node.name}')")
-    at = node.attrs
-    bm, em = at.get("begin_mask", 0), at.get("end_mask", 0)
-    ell, nam, sam = at.get("ellipsis_mask", 0), at.get("new_axis_mask", 0), \
-        at.get("shrink_axis_mask", 0)
-    r = x.type.rank
-    # Expand the sparse spec to one entry per input dim (plus new axes).
-    spec = []  # (kind, input dim or None, b, e (dims), s, bmask, emask)
-    n_real = sum(1 for i in range(len(begin)) if not (nam >> i) & 1 and not (ell >> i) & 1)
-    d = 0
-    for i in range(len(begin)):
-        if (ell >> i) & 1:
-            for _ in range(r - n_real):
-                spec.append(("full", d, 0, 0, 1, 1, 1))
-                d += 1
-        elif (nam >> i) & 1:
-            spec.append(("new", None, 0, 0, 1, 0, 0))
-        else:
-            kind = "shrink" if (sam >> i) & 1 else "range"
-            spec.append((kind, d, begin[i], end[i], strides[i], (bm >> i) & 1, (em >> i) & 1))
-            d += 1
-    if not ell:
-        while d < r:
-            spec.append(("full", d, 0, 0, 1, 1, 1))
-            d += 1
-    if d != r:
-        raise ShapeError(f"node '{node.name}' (StridedSlice): spec does not match rank {r}")
-    st = _strides(x.shape)
-    hd = host_dims(b, x)
-    out_shape, out_strides, base = [], [], []
-    host_sel = None
-    for kind, dd, bb, ee, s, bmk, emk in spec:
-        if kind == "new":
-            out_shape.append("1")
-            out_strides.append("0")
-            continue
-        n = x.shape[dd]
-        if s == 0:
-            raise ShapeError(f"strides[{dd}] must be non-zero (node '{node.name}')")
-        if kind == "shrink":
-            idx = _wrap(str(bb), n)
-            shown = bb if is_static(str(bb)) else "{1}"
-            _assert_eq(b, [_clamp(idx, "0", dim_sub(n, "1"))], [idx], node,
-                       f"slice index {shown} of dimension {dd} out of bounds.")
-            base.append(dim_mul(idx, st[dd]))
-            if hd is not None and is_static(idx):
-                host_sel = [hd[int(idx)]]
-            continue
-        if kind == "full":
-            bgn, ln, s = "0", n, 1
-        elif s > 0:
-            bgn = "0" if bmk else _clamp(_wrap(bb, n), "0", n)
-            e = n if emk else _clamp(_wrap(ee, n), "0", n)
-            ln = dim_max("0", dim_floordiv(dim_add(dim_sub(e, bgn), str(s - 1)), str(s)))
-        else:
-            nm1 = dim_sub(n, "1")
-            bgn = nm1 if bmk else _clamp(_wrap(bb, n), "-1", nm1)
-            e = "-1" if emk else _clamp(_wrap(ee, n), "-1", nm1)
-            ln = dim_max("0", dim_floordiv(dim_add(dim_sub(bgn, e), str(-s - 1)), str(-s)))
-        out_shape.append(ln)
-        out_strides.append(dim_mul(str(s), st[dd]))
-        base.append(dim_mul(bgn, st[dd]) if ln != "0" else "0")
-        if hd is not None and all(is_static(t) for t in (bgn, ln)):
-            host_sel = hd[int(bgn)::s][:int(ln)]
-    if hd is not None and r == 1 and host_sel is not None and len(out_shape) <= 1:
-        return [make_host(b, host_sel, x.dtype, scalar=not out_shape)]
-    # A zero-size result reads nothing: keep the base in range.
-    bdim = dim_add(*base) if base else "0"
-    if tuple(out_shape) == x.shape and all(o == s_ for o, s_ in zip(out_strides, st)) \
-            and bdim == "0":
-        return [x]
-    return [_view(b, x, out_shape, out_strides, bdim)]
-
-
 def lower_tile(b, node, xs):
     x, m = xs
     mult = host_dims(b, m)
@@ -533,18 +428,6 @@ def _squeeze_rank(shapes, attrs):
         r - sum(1 for d in shapes[0] if d == "1")
 
 
-def _ss_rank(shapes, attrs):
-    n = int(shapes[1][0])
-    ell, nam, sam = attrs.get("ellipsis_mask", 0), attrs.get("new_axis_mask", 0), \
-        attrs.get("shrink_axis_mask", 0)
-    r = len(shapes[0])
-    real = sum(1 for i in range(n) if not (nam >> i) & 1 and not (ell >> i) & 1)
-    out = r + sum((nam >> i) & 1 and not (ell >> i) & 1 for i in range(n))
-    out -= sum((sam >> i) & 1 and not (ell >> i) & 1 and not (nam >> i) & 1 for i in range(n))
-    del real
-    return out
-
-
 IDX = {"Tidx": INTS}
 RULES = [
     # start/limit/delta from outside the cluster are read by the host (no
@@ -577,8 +460,6 @@ RULES = [
            shape_rule=_rank(lambda s, a: len(s[0]) - 1)),
     OpRule("Slice", lower_slice, {"T": ALL, "Index": INTS}, fusion="index",
            shape_rule=_rank(lambda s, a: len(s[0])), value_inputs=(1, 2)),
-    OpRule("StridedSlice", lower_strided_slice, {"T": ALL, "Index": INTS}, fusion="index",
-           shape_rule=_rank(_ss_rank), const_inputs=(3,), value_inputs=(1, 2)),
     OpRule("Tile", lower_tile, {"T": ALL, "Tmultiples": INTS}, fusion="index",
            shape_rule=_rank(lambda s, a: len(s[0])), value_inputs=(1,)),
     OpRule("Pad", lower_pad, {"T": ALL, "Tpaddings": INTS}, fusion="index",

@@ -218,6 +218,19 @@ def lower_length(b, node, xs):
     return [make_host(b, [lst.shape[0]], dtypes.I32, scalar=True)]
 
 
+def lower_element_shape(b, node, xs):
+    """The element dims: a dense list's own (as XLA answers), -1 where a
+    reserved list has not fixed one yet (as TF does; -1 alone for an
+    unknown rank)."""
+    lst = xs[0]
+    dt = dtypes.from_tf(node.attrs.get("shape_type", dtypes.I32.tf_enum))
+    if isinstance(lst, PendingList):
+        if lst.elem is None:
+            return [make_host(b, ["-1"], dt, scalar=True)]
+        return [make_host(b, ["-1" if d == UNKNOWN else d for d in lst.elem], dt)]
+    return [make_host(b, list(lst.shape[1:]), dt)]
+
+
 def _elem_dtype(dts, attrs):
     return [dtypes.from_tf(attrs["element_dtype"])]
 
@@ -245,4 +258,7 @@ RULES = [
            shape_rule=lambda env, s, a: [None, None], fusion="list", const_inputs=(1,)),
     OpRule("TensorListLength", lower_length, {}, dtype_rule=lambda d, a: [dtypes.I32],
            shape_rule=lambda env, s, a: [()], fusion="list"),
+    OpRule("TensorListElementShape", lower_element_shape, {"shape_type": dtypes.INTS},
+           dtype_rule=lambda d, a: [dtypes.from_tf(a["shape_type"])],
+           shape_rule=lambda env, s, a: [None], fusion="list"),
 ]
