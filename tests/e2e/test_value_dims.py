@@ -146,3 +146,23 @@ def test_one_hot_depth_from_argument_arithmetic(disc):
     _run(disc, f, [(np.array([0, 2, 1, 5], np.int32), np.int32(n)) for n in (0, 1, 3, 5, 8, 2)])
     with pytest.raises(tf.errors.InvalidArgumentError, match="depth"):
         f(np.array([0], np.int32), np.int32(-3)).numpy()
+
+
+def test_concat_axis_from_an_argument_is_a_key_value(disc):
+    """ConcatV2's axis (its last input) from outside the cluster: a value
+    the compiler needs, in the key (one compile per axis), not a failure."""
+    @tf.function(input_signature=[X, X, tf.TensorSpec([], I32)])
+    def f(x, y, axis):
+        return tf.tanh(tf.concat([x * 2.0, y + 1.0], axis)) - 0.5
+
+    calls = [(_x((2, 3)), _x((2, 3), 1), np.int32(a)) for a in (0, 1, -1, 0, -2)]
+    for args in calls:
+        args = [tf.constant(a) for a in args]
+        np.testing.assert_allclose(f(*args).numpy(), f.python_function(*args).numpy(),
+                                   rtol=1e-6, atol=1e-6)
+    stats = disc.stats()
+    assert total(stats, "fallbacks") == 0, stats
+    # four keys (axes 0, 1, -1, -2); -1 and -2 generate 1's and 0's code,
+    # found in the disk cache
+    assert total(stats, "compiles") == 2, stats
+    assert total(stats, "disk_cache_hits") == 2, stats

@@ -191,7 +191,7 @@ absl::Status PlanCluster(const RewriteInput& in, int cluster_id,
           plan->host_args.push_back(it->second);
         }
       }
-      if (support && (support->const_inputs.count(e.dst_port) ||
+      if (support && (support->IsConstInput(e.dst_port, static_cast<int>(in_types.size())) ||
                       (support->value_inputs.count(e.dst_port) &&
                        !ProvenSmallShape(facts, graph.node(e.src).name(), e.src_port)))) {
         const_args.insert(it->second);

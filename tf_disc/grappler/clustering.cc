@@ -157,6 +157,7 @@ std::string Reason(const char* kind, const std::string& detail) {
 std::string NonInt32HostInput(const OpSupport& support, const tensorflow::DataTypeVector& in) {
   for (const std::set<int>* ports : {&support.const_inputs, &support.value_inputs}) {
     for (int port : *ports) {
+      if (port == -1) port = static_cast<int>(in.size()) - 1;  // the last input
       if (port >= 0 && port < static_cast<int>(in.size()) &&
           tensorflow::BaseType(in[port]) != tensorflow::DT_INT32) {
         return "a " + tensorflow::DataTypeString(in[port]) + " shape or value input " +

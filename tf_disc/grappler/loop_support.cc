@@ -1,5 +1,6 @@
 #include "tf_disc/grappler/loop_support.h"
 
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -285,8 +286,12 @@ std::string CheckNode(const NodeDef& n, const std::set<std::string>& readable,
     // list, compiler/ops/tensor_list.py)
     static const std::set<std::string>* known = new std::set<std::string>{
         "Const", "Shape", "TensorListElementShape", "TensorListPopBack"};
+    const int data_inputs = static_cast<int>(
+        std::count_if(n.input().begin(), n.input().end(),
+                      [](const std::string& s) { return s.empty() || s[0] != '^'; }));
     for (int i : support->const_inputs) {
-      auto it = i < n.input_size() ? producers.find(RefNode(n.input(i))) : producers.end();
+      if (i == -1) i = data_inputs - 1;  // the last input
+      auto it = i >= 0 && i < data_inputs ? producers.find(RefNode(n.input(i))) : producers.end();
       if (it == producers.end() || !known->count(it->second)) {
         return op + " with a data-dependent element shape (input " + std::to_string(i) + ")";
       }

@@ -209,7 +209,11 @@ bool SetSupportTableFromJson(const std::string& text, std::string* error) {
       std::set<int>& into = field[0] == 'c' ? support.const_inputs : support.value_inputs;
       if (!ci->is_array()) { *error = op.first + ": bad " + field; return false; }
       for (const auto& i : ci->items()) {
-        if (!i.is_integer() || i.as_int() < 0) { *error = op.first + ": bad " + field; return false; }
+        const bool last = field[0] == 'c' && i.is_integer() && i.as_int() == -1;
+        if (!i.is_integer() || (i.as_int() < 0 && !last)) {
+          *error = op.first + ": bad " + field;
+          return false;
+        }
         into.insert(static_cast<int>(i.as_int()));
       }
     }

@@ -19,7 +19,8 @@ struct OpSupport {
   std::map<std::string, std::set<int>> type_attrs;
   // attr -> allowed values, encoded as "s:<str>", "i:<int>", "b:<0|1>", ...
   std::map<std::string, std::set<std::string>> attr_values;
-  // Inputs whose values the compiler needs.
+  // Inputs whose values the compiler needs (-1: the last data input, as
+  // ConcatV2's axis after its N values).
   std::set<int> const_inputs;
   // Inputs the executable can read at run time when their shape is proven
   // (a scalar or a short vector); otherwise treated as const_inputs.
@@ -27,6 +28,12 @@ struct OpSupport {
   // fast_math="bf16" may change the op's lowering (a `dot` or a conv
   // window; compiler/registry.py FAST_MATH_OPS).
   bool fast_math = false;
+
+  // Whether data input `port` of a node with `num_inputs` of them is a
+  // const input.
+  bool IsConstInput(int port, int num_inputs) const {
+    return const_inputs.count(port) > 0 || (port == num_inputs - 1 && const_inputs.count(-1) > 0);
+  }
 };
 
 class SupportTable {

@@ -49,7 +49,7 @@ class OpRule:
     fusion: str = "elementwise"
     # Allowed values of other attrs (absent attr = TF default, accepted).
     attr_values: dict[str, tuple] = dataclasses.field(default_factory=dict)
-    const_inputs: tuple[int, ...] = ()
+    const_inputs: tuple[int, ...] = ()  # -1: the last input (ConcatV2's axis)
     # Inputs read at run time (elements become dims) when the optimizer
     # proves them a scalar or short vector; else treated as const_inputs.
     value_inputs: tuple[int, ...] = ()

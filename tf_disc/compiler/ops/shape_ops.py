@@ -452,8 +452,9 @@ RULES = [
            shape_rule=_rank(lambda s, a: int(s[1][0])), value_inputs=(1,)),
     OpRule("Fill", lower_fill, {"T": ALL, "index_type": INTS}, dtype_rule=_dt_in(1),
            shape_rule=_rank(lambda s, a: int(s[0][0])), fusion="index", value_inputs=(0,)),
+    # the axis (the last input) from outside the cluster: its value in the key
     OpRule("ConcatV2", lower_concat_v2, {"T": ALL, "Tidx": INTS}, fusion="index",
-           shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=()),
+           shape_rule=_rank(lambda s, a: len(s[0])), const_inputs=(-1,)),
     OpRule("Pack", lower_pack, {"T": ALL}, fusion="index",
            shape_rule=_rank(lambda s, a: len(s[0]) + 1)),
     OpRule("Unpack", lower_unpack, {"T": ALL}, fusion="index",
