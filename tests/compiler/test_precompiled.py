@@ -153,7 +153,10 @@ def test_exit_stops_a_build_in_flight(tmp_path):
         "from blade_disc_tf.compiler.build import precompiled\n"
         f"precompiled.build_in_background({str(tmp_path)!r}, 'c++', {EXTRA!r}, "
         f"{PRELUDE_HEADER!r}, 60)\n"
-        "time.sleep(0.3)\n"
+        # until the compiler runs (its start waits for a busy machine)
+        "deadline = time.monotonic() + 30\n"
+        "while not precompiled._running and time.monotonic() < deadline:\n"
+        "    time.sleep(0.02)\n"
         "print(*precompiled._running)\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120)
