@@ -156,8 +156,8 @@ std::string Reason(const char* kind, const std::string& detail) {
 // input of a node is int32, else which one is not.
 std::string NonInt32HostInput(const OpSupport& support, const tensorflow::DataTypeVector& in) {
   for (const std::set<int>* ports : {&support.const_inputs, &support.value_inputs}) {
-    for (int port : *ports) {
-      if (port == -1) port = static_cast<int>(in.size()) - 1;  // the last input
+    for (int p : *ports) {
+      const int port = OpSupport::InputIndex(p, static_cast<int>(in.size()));
       if (port >= 0 && port < static_cast<int>(in.size()) &&
           tensorflow::BaseType(in[port]) != tensorflow::DT_INT32) {
         return "a " + tensorflow::DataTypeString(in[port]) + " shape or value input " +

@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-
 #include <map>
 #include <numeric>
 #include <unordered_map>

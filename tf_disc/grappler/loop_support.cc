@@ -289,8 +289,8 @@ std::string CheckNode(const NodeDef& n, const std::set<std::string>& readable,
     const int data_inputs = static_cast<int>(
         std::count_if(n.input().begin(), n.input().end(),
                       [](const std::string& s) { return s.empty() || s[0] != '^'; }));
-    for (int i : support->const_inputs) {
-      if (i == -1) i = data_inputs - 1;  // the last input
+    for (int p : support->const_inputs) {
+      const int i = OpSupport::InputIndex(p, data_inputs);
       auto it = i >= 0 && i < data_inputs ? producers.find(RefNode(n.input(i))) : producers.end();
       if (it == producers.end() || !known->count(it->second)) {
         return op + " with a data-dependent element shape (input " + std::to_string(i) + ")";

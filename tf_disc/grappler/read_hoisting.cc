@@ -185,42 +185,6 @@ int HoistReadsInFunctions(const SupportTable& table, tensorflow::FunctionDefLibr
   return changed;
 }
 
-// Consumers of a qualifying loop's resource output that its body passes
-// through (a gradient's VariableShape of the forward loop's variables) read
-// the loop's input instead: the same resource, and the loop's output is
-// then unused, so HoistLoopReads can read it before the loop.
-int ReadResourcesBeforeLoops(const FunctionLookup& lookup, const SupportTable& table,
-                             tensorflow::GraphDef* graph) {
-  std::map<std::string, std::string> to;  // "loop:k" -> the loop's input k
-  for (const NodeDef& node : graph->node()) {
-    if (!IsFunctionalLoop(node.op()) || !ControlFlowRejectReason(node, lookup, table).empty()) {
-      continue;
-    }
-    const FunctionDef* body = lookup(FuncAttr(node, "body"));
-    const std::vector<DataType> types = TypesAttr(node, "T");
-    for (size_t k = 0; k < types.size() && body != nullptr; ++k) {
-      if (types[k] != tensorflow::DT_RESOURCE || k >= static_cast<size_t>(node.input_size()) ||
-          !LoopVarPassesThrough(*body, static_cast<int>(k))) {
-        continue;
-      }
-      to[node.name() + ":" + std::to_string(k)] = node.input(k);
-      if (k == 0) to[node.name()] = node.input(k);
-    }
-  }
-  int changed = 0;
-  if (to.empty()) return 0;
-  for (NodeDef& n : *graph->mutable_node()) {
-    for (std::string& in : *n.mutable_input()) {
-      auto it = to.find(in);
-      if (it != to.end()) {
-        in = it->second;
-        ++changed;
-      }
-    }
-  }
-  return changed;
-}
-
 }  // namespace
 
 int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph) {
@@ -232,7 +196,6 @@ int HoistInvariantReads(const SupportTable& table, tensorflow::GraphDef* graph) 
     changed += n;
   }
   FunctionLookup lookup = LibraryLookup(graph->library());
-  changed += ReadResourcesBeforeLoops(lookup, table, graph);
   std::unordered_set<std::string> used_outputs;  // "node:port" read by anything
   for (const NodeDef& n : graph->node()) {
     for (const std::string& in : n.input()) used_outputs.insert(in);

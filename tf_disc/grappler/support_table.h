@@ -29,10 +29,17 @@ struct OpSupport {
   // window; compiler/registry.py FAST_MATH_OPS).
   bool fast_math = false;
 
+  // A table port as a data input index of a node with `num_inputs` of
+  // them (-1: the last).
+  static int InputIndex(int port, int num_inputs) { return port == -1 ? num_inputs - 1 : port; }
+
   // Whether data input `port` of a node with `num_inputs` of them is a
   // const input.
   bool IsConstInput(int port, int num_inputs) const {
-    return const_inputs.count(port) > 0 || (port == num_inputs - 1 && const_inputs.count(-1) > 0);
+    for (int p : const_inputs) {
+      if (InputIndex(p, num_inputs) == port) return true;
+    }
+    return false;
   }
 };
 
